@@ -1,0 +1,161 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as v from 'valibot';
+import { configSchema, type FileConfig } from './schema.ts';
+
+/** Everything svc reads from the environment (CONTRACT section 1 and SPEC.md's table), parsed once. */
+export interface EnvConfig {
+  port: number;
+  host: string;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  appRoot: string;
+  dataDir: string;
+  /** Store instance id -> Redis URL. Empty: the embedded in-memory store serves instance `cache`. */
+  storeUrls: Record<string, string>;
+  storePassword?: string;
+  mongodbUrl?: string;
+  adminEmail?: string;
+  adminPassword?: string;
+  cookieName?: string;
+  callbackBaseUrl: string;
+  serverBaseUrl?: string;
+  frontendUrls: string[];
+  secretEncryptionKey?: string;
+}
+
+export interface Config extends FileConfig {
+  env: EnvConfig;
+  /** Which file the config came from, if any (for log lines). */
+  source?: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const CONFIG_FILES = ['svc.config.ts', 'svc.config.js', 'svc.config.json'];
+
+/** `SVC_STORE_CACHE_PERSISTENT_URL` -> `cachePersistent`. */
+export function storeInstanceName(envName: string): string {
+  return envName
+    .toLowerCase()
+    .split('_')
+    .map((part, i) => (i === 0 ? part : part.charAt(0).toUpperCase() + part.slice(1)))
+    .join('');
+}
+
+function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; warnings: string[] } {
+  const warnings: string[] = [];
+  const port = Number(env.PORT ?? 3000);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT must be a port number, got "${env.PORT}"`);
+  const logLevel = (env.LOG_LEVEL ?? 'info').toLowerCase();
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of debug, info, warn, error, got "${env.LOG_LEVEL}"`);
+  }
+
+  const storeUrls: Record<string, string> = {};
+  const cacheUrl = env.CACHE_URL || env.SVC_CACHE_URL;
+  if (cacheUrl) storeUrls.cache = cacheUrl;
+  for (const [name, value] of Object.entries(env)) {
+    const m = /^SVC_STORE_([A-Z0-9_]+)_URL$/.exec(name);
+    if (m?.[1] && value) storeUrls[storeInstanceName(m[1])] = value;
+  }
+  for (const [id, url] of Object.entries(storeUrls)) {
+    if (!/^rediss?:\/\//.test(url)) throw new ConfigError(`store instance "${id}": URL must start with redis:// or rediss://`);
+  }
+  if (env.MONGODB_URL && !/^mongodb(\+srv)?:\/\//.test(env.MONGODB_URL)) {
+    throw new ConfigError('MONGODB_URL must start with mongodb:// or mongodb+srv://');
+  }
+  if (env.SERVER_TOKEN_SECRET || env.SVC_SERVER_TOKEN_SECRET) {
+    warnings.push('SERVER_TOKEN_SECRET / SVC_SERVER_TOKEN_SECRET are obsolete since 0.2 (sessions replaced JWTs): remove them');
+  }
+  const frontendUrls = (env.SVC_FRONTEND_URLS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((u) => {
+      try {
+        return new URL(u).origin;
+      } catch {
+        throw new ConfigError(`SVC_FRONTEND_URLS: "${u}" is not a URL`);
+      }
+    });
+
+  return {
+    warnings,
+    env: {
+      port,
+      host: env.HOST || '127.0.0.1',
+      logLevel: logLevel as EnvConfig['logLevel'],
+      appRoot,
+      dataDir: path.resolve(appRoot, env.SVC_DATA_DIR || '.svc-data'),
+      storeUrls,
+      storePassword: env.SVC_STORE_PASSWORD || undefined,
+      mongodbUrl: env.MONGODB_URL || undefined,
+      adminEmail: env.SVC_ADMIN_EMAIL || undefined,
+      adminPassword: env.SVC_ADMIN_PASSWORD || undefined,
+      cookieName: env.SVC_AUTH_COOKIE_NAME || undefined,
+      callbackBaseUrl: (env.AUTH_CALLBACK_BASE_URL || env.SVC_SERVER_BASE_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
+      serverBaseUrl: env.SVC_SERVER_BASE_URL?.replace(/\/+$/, '') || undefined,
+      frontendUrls,
+      secretEncryptionKey: env.SVC_SECRET_ENCRYPTION_KEY || undefined,
+    },
+  };
+}
+
+async function readConfigFile(appRoot: string): Promise<{ raw: unknown; source?: string }> {
+  const found = CONFIG_FILES.map((f) => path.join(appRoot, f)).filter((f) => existsSync(f));
+  if (found.length > 1) throw new ConfigError(`more than one config file in ${appRoot}: ${found.map((f) => path.basename(f)).join(', ')}`);
+  const file = found[0];
+  if (!file) return { raw: {} };
+  try {
+    if (file.endsWith('.json')) return { raw: JSON.parse(await readFile(file, 'utf8')), source: file };
+    const mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+    return { raw: mod.default ?? {}, source: file };
+  } catch (err) {
+    throw new ConfigError(`${path.basename(file)} cannot be read: ${(err as Error).message}`);
+  }
+}
+
+/** Turns valibot issues into one line per problem, each naming the key: `auth.session.ttl: ...`. */
+export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string[] {
+  return issues.map((issue) => {
+    const key = v.getDotPath(issue) ?? '(root)';
+    if (issue.kind === 'schema' && issue.expected === 'never' && issue.type === 'strict_object') {
+      return `${key}: unknown key`;
+    }
+    return `${key}: ${issue.message}`;
+  });
+}
+
+/**
+ * Reads the app config file (if any) and the environment, validates both and applies SPEC.md's
+ * defaults. Throws ConfigError naming every wrong key, so start-up fails before anything listens.
+ */
+export async function loadConfig(
+  processEnv: NodeJS.ProcessEnv = process.env,
+  overrides: { raw?: unknown } = {},
+): Promise<{ config: Config; warnings: string[] }> {
+  const appRoot = path.resolve(processEnv.SVC_APP_PATH || process.cwd());
+  const { env, warnings } = parseEnv(processEnv, appRoot);
+  const { raw, source } = overrides.raw !== undefined ? { raw: overrides.raw, source: undefined } : await readConfigFile(appRoot);
+  const parsed = v.safeParse(configSchema, raw);
+  if (!parsed.success) {
+    const where = source ? path.basename(source) : 'config';
+    throw new ConfigError(`${where} is not valid:\n  ${describeIssues(parsed.issues).join('\n  ')}`);
+  }
+  const config: Config = { ...parsed.output, env, source };
+  if (env.cookieName) config.auth.cookie.name = env.cookieName;
+  if (config.auth.cookie.sameSite === 'none' && !config.auth.cookie.secure) {
+    throw new ConfigError('auth.cookie: sameSite "none" requires secure: true (browsers drop such cookies)');
+  }
+  for (const role of ['sessions', 'oauthState', 'providerTokens'] as const) {
+    const id = config.auth.storeInstances[role];
+    if (id !== 'cache' && !env.storeUrls[id]) {
+      throw new ConfigError(`auth.storeInstances.${role}: store instance "${id}" has no URL (set SVC_STORE_<NAME>_URL)`);
+    }
+  }
+  return { config, warnings };
+}

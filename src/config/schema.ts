@@ -1,0 +1,79 @@
+import * as v from 'valibot';
+
+/** Custom OAuth2 provider template (SPEC.md "Custom provider template"). */
+export const customTemplateSchema = v.strictObject({
+  id: v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]*$/, 'must be kebab-case: lowercase letters, digits, dashes')),
+  displayName: v.string(),
+  authorizationEndpoint: v.pipe(v.string(), v.url()),
+  tokenEndpoint: v.pipe(v.string(), v.url()),
+  userInfoEndpoint: v.pipe(v.string(), v.url()),
+  scopes: v.optional(v.array(v.string()), []),
+  pkce: v.optional(v.boolean(), true),
+});
+
+const positiveSeconds = v.pipe(v.number(), v.integer(), v.minValue(1));
+const storeRole = v.picklist(['sessions', 'oauthState', 'providerTokens']);
+const instanceId = v.pipe(v.string(), v.regex(/^[a-zA-Z][a-zA-Z0-9]*$/, 'must be a camelCase store instance id'));
+const redisDb = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(15));
+
+/**
+ * The app config file (`svc.config.{ts,js,json}`), with SPEC.md's defaults. Strict objects: an
+ * unknown key stops start-up with a message that names it.
+ */
+export const configSchema = v.strictObject({
+  auth: v.optional(
+    v.strictObject({
+      session: v.optional(
+        v.strictObject({
+          ttl: v.optional(positiveSeconds, 86400),
+          ttlMode: v.optional(v.picklist(['sliding', 'absolute']), 'sliding'),
+          cleanupInterval: v.optional(positiveSeconds, 900),
+          maxLifetime: v.optional(positiveSeconds, 2592000),
+        }),
+        {},
+      ),
+      cookie: v.optional(
+        v.strictObject({
+          name: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.-]+$/, 'must be a valid cookie name')), 'sid_app'),
+          secure: v.optional(v.boolean(), true),
+          sameSite: v.optional(v.picklist(['strict', 'lax', 'none']), 'strict'),
+          domain: v.optional(v.string()),
+        }),
+        {},
+      ),
+      store: v.optional(v.strictObject({ keyPrefix: v.optional(v.string(), 'auth:') }), {}),
+      storeInstances: v.optional(
+        v.strictObject({
+          sessions: v.optional(instanceId, 'cache'),
+          oauthState: v.optional(instanceId, 'cache'),
+          providerTokens: v.optional(instanceId, 'cache'),
+        }),
+        {},
+      ),
+      providers: v.optional(v.strictObject({ custom: v.optional(v.array(customTemplateSchema), []) }), {}),
+    }),
+    {},
+  ),
+  global: v.optional(v.strictObject({ requireAuthentication: v.optional(v.boolean(), true) }), {}),
+  cache: v.optional(
+    v.strictObject({
+      /** Redis db index for every role; unset: the URL's own (`redis://host/2`), else 0. */
+      db: v.optional(redisDb),
+      dbs: v.optional(v.record(storeRole, redisDb), {}),
+    }),
+    {},
+  ),
+  server: v.optional(
+    v.strictObject({
+      /** Request body limit in bytes (CONTRACT section 2: 1 MiB). */
+      bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024)), 1024 * 1024),
+    }),
+    {},
+  ),
+  plugins: v.optional(v.array(v.string()), []),
+  pluginOptions: v.optional(v.record(v.string(), v.unknown()), {}),
+});
+
+export type FileConfig = v.InferOutput<typeof configSchema>;
+export type StoreRole = v.InferOutput<typeof storeRole>;
+export type CustomTemplate = v.InferOutput<typeof customTemplateSchema>;

@@ -1,0 +1,137 @@
+import nedb from '@seald-io/nedb';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { DuplicateKeyError, type Collection, type Database, type Doc, type Filter, type FindOptions, type UniqueIndex, type Update } from './db.ts';
+
+// nedb is CommonJS whose typings declare an ES default export: at run time the default import is
+// the class itself, for the type checker it is the module. Bridge the two once, here.
+const Datastore = nedb as unknown as typeof nedb.default;
+type Datastore<T> = nedb.default<T>;
+
+function translate(err: unknown, collection: string): unknown {
+  return (err as { errorType?: string }).errorType === 'uniqueViolated' ? new DuplicateKeyError(collection, err) : err;
+}
+
+class NedbCollection<T extends Doc> implements Collection<T> {
+  constructor(
+    private readonly ds: Datastore<T>,
+    private readonly name: string,
+  ) {}
+
+  async insertOne(doc: T) {
+    try {
+      return (await this.ds.insertAsync(doc)) as T;
+    } catch (err) {
+      throw translate(err, this.name);
+    }
+  }
+
+  findOne(filter: Filter) {
+    return this.ds.findOneAsync(filter) as Promise<T | null>;
+  }
+
+  async find(filter: Filter, opts: FindOptions = {}) {
+    let cursor = this.ds.findAsync(filter);
+    if (opts.sort) cursor = cursor.sort(opts.sort);
+    if (opts.skip) cursor = cursor.skip(opts.skip);
+    if (opts.limit) cursor = cursor.limit(opts.limit);
+    return (await cursor) as T[];
+  }
+
+  count(filter: Filter) {
+    return this.ds.countAsync(filter) as Promise<number>;
+  }
+
+  async updateOne(filter: Filter, update: Update) {
+    try {
+      const { affectedDocuments } = await this.ds.updateAsync(filter, update, { returnUpdatedDocs: true, multi: false });
+      return (affectedDocuments as T | null) ?? null;
+    } catch (err) {
+      throw translate(err, this.name);
+    }
+  }
+
+  async upsert(doc: T) {
+    try {
+      await this.ds.updateAsync({ _id: doc._id }, doc, { upsert: true });
+    } catch (err) {
+      throw translate(err, this.name);
+    }
+  }
+
+  async deleteOne(filter: Filter) {
+    return (await this.ds.removeAsync(filter, { multi: false })) > 0;
+  }
+
+  deleteMany(filter: Filter) {
+    return this.ds.removeAsync(filter, { multi: true });
+  }
+}
+
+/**
+ * The embedded document database: `@seald-io/nedb` files under `SVC_DATA_DIR`, one per collection,
+ * so a first `npm start` keeps its users across restarts. A lock file keeps a second process out
+ * (two writers would corrupt the append-only files). `inMemory` is for tests.
+ */
+export class EmbeddedDatabase implements Database {
+  readonly kind = 'embedded';
+  private readonly stores = new Map<string, Datastore<Doc>>();
+  private readonly lockFile?: string;
+
+  constructor(private readonly dir: string | null) {
+    if (!dir) return;
+    mkdirSync(dir, { recursive: true });
+    this.lockFile = path.join(dir, 'LOCK');
+    try {
+      writeFileSync(this.lockFile, String(process.pid), { flag: 'wx' });
+    } catch {
+      const pid = Number(readFileSync(this.lockFile, 'utf8'));
+      if (pid && pid !== process.pid && isAlive(pid)) {
+        throw new Error(`the embedded database in ${dir} is in use by process ${pid}; stop it, or set SVC_DATA_DIR or MONGODB_URL`);
+      }
+      writeFileSync(this.lockFile, String(process.pid)); // a stale lock left by a crash
+    }
+  }
+
+  static inMemory(): EmbeddedDatabase {
+    return new EmbeddedDatabase(null);
+  }
+
+  async collection<T extends Doc>(name: string, indexes: UniqueIndex[] = []): Promise<Collection<T>> {
+    let ds = this.stores.get(name) as Datastore<T> | undefined;
+    if (!ds) {
+      ds = new Datastore<T>(this.dir ? { filename: path.join(this.dir, `${name}.db`) } : { inMemoryOnly: true });
+      await ds.loadDatabaseAsync();
+      if (this.dir) ds.setAutocompactionInterval(10 * 60 * 1000);
+      this.stores.set(name, ds as Datastore<Doc>);
+    }
+    for (const index of indexes) {
+      try {
+        await ds.ensureIndexAsync({ fieldName: index.fields.length === 1 ? index.fields[0]! : index.fields, unique: true });
+      } catch (err) {
+        throw translate(err, name);
+      }
+    }
+    return new NedbCollection<T>(ds, name);
+  }
+
+  async ping() {}
+
+  async close() {
+    for (const ds of this.stores.values()) {
+      ds.stopAutocompaction();
+      await ds.compactDatafileAsync().catch(() => {});
+    }
+    this.stores.clear();
+    if (this.lockFile) rmSync(this.lockFile, { force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,14 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config/load.ts';
+import type { Database } from './db.ts';
+import { EmbeddedDatabase } from './embedded.ts';
+import { MongoDatabase } from './mongo.ts';
+
+export * from './db.ts';
+
+/** MongoDB when `MONGODB_URL` is set, else the embedded database under `SVC_DATA_DIR`. */
+export async function openDatabase(config: Config, logger: Logger): Promise<Database> {
+  if (config.env.mongodbUrl) return MongoDatabase.connect(config.env.mongodbUrl);
+  logger.warn({ dataDir: config.env.dataDir }, 'MONGODB_URL is not set: using the embedded document database (one process only)');
+  return new EmbeddedDatabase(config.env.dataDir);
+}

@@ -1,0 +1,21 @@
+import type { Config } from './config/load.ts';
+import type { Database } from './db/index.ts';
+import type { EventListener } from './events.ts';
+import type { Logger } from './logger.ts';
+import type { Store, Stores } from './store/index.ts';
+
+/**
+ * The server instance: everything core routes and plugins receive. Nothing in svc reaches for
+ * globals or `process.env`; it gets this.
+ */
+export interface ServerInstance {
+  config: Config;
+  logger: Logger;
+  /** Store instance `cache`, the default for plugins. */
+  store: Store;
+  /** Every store instance and the role mapping (`stores.forRole('sessions')`). */
+  stores: Stores;
+  db: Database;
+  on(name: string, listener: EventListener): void;
+  emit(name: string, payload: unknown): void;
+}

@@ -1,0 +1,99 @@
+import { serve, type ServerType } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { createApp } from './app.ts';
+import { ConfigError, loadConfig, type Config } from './config/load.ts';
+import { openDatabase, type Database } from './db/index.ts';
+import { createEvents } from './events.ts';
+import type { ServerInstance } from './instance.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { Stores } from './store/index.ts';
+
+/** Builds the server instance from opened adapters (also used by tests with embedded ones). */
+export function buildInstance(config: Config, logger: Logger, stores: Stores, db: Database): ServerInstance {
+  const events = createEvents(logger);
+  return { config, logger, stores, store: stores.instance('cache'), db, on: events.on, emit: events.emit };
+}
+
+export interface RunningServer {
+  url: string;
+  instance: ServerInstance;
+  /** Graceful stop: refuse new connections, finish in-flight requests, close adapters. */
+  close(): Promise<void>;
+}
+
+/**
+ * Node entry: config -> adapters -> instance -> app -> serve. Throws (before listening) on a bad
+ * config or an unreachable store/database, with a message that names the culprit.
+ */
+export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?: Logger): Promise<RunningServer> {
+  const { config, warnings } = await loadConfig(env);
+  const log = logger ?? createLogger(config.env.logLevel);
+  for (const warning of warnings) log.warn(warning);
+  if (config.source) log.info({ file: config.source }, 'config loaded');
+
+  const stores = await Stores.open(config, log);
+  let db: Database;
+  try {
+    db = await openDatabase(config, log);
+  } catch (err) {
+    await stores.close();
+    throw err;
+  }
+  const instance = buildInstance(config, log, stores, db);
+  const app = createApp(instance);
+
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port: config.env.port, hostname: config.env.host }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.env.host.includes(':') ? `[${config.env.host}]` : config.env.host}:${port}`;
+  log.info({ url, store: stores.all().map((s) => s.name), db: db.kind }, `svc listening on ${url}`);
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      log.info('shutting down: finishing in-flight requests');
+      await new Promise<void>((resolve) => {
+        const http = server as import('node:http').Server;
+        http.close(() => resolve());
+        // Idle keep-alive sockets would hold close() open; busy ones close after their response.
+        http.closeIdleConnections();
+        const idle = setInterval(() => http.closeIdleConnections(), 100);
+        const hard = setTimeout(() => http.closeAllConnections(), 10_000);
+        http.once('close', () => {
+          clearInterval(idle);
+          clearTimeout(hard);
+        });
+      });
+      await Promise.allSettled([stores.close(), db.close()]);
+      log.info('stopped');
+    })());
+  return { url, instance, close };
+}
+
+async function main() {
+  let running: RunningServer;
+  try {
+    running = await startServer();
+  } catch (err) {
+    const message = err instanceof ConfigError ? `configuration error: ${err.message}` : (err as Error).message;
+    process.stderr.write(`svc failed to start: ${message}\n`);
+    process.exit(1);
+  }
+  const stop = (signal: string) => {
+    running.instance.logger.info({ signal }, 'signal received');
+    running.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        running.instance.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();

@@ -1,0 +1,124 @@
+import type { Store } from './store.ts';
+
+type Entry = { value: string | Set<string>; expiresAt?: number };
+
+/**
+ * Embedded store for a first run and for tests: a Map with real TTL semantics (expired keys are
+ * invisible at once and swept every few seconds), checked by the same contract suite as Redis.
+ * One process only: sessions vanish on restart and are not shared between instances.
+ */
+export class MemoryStore implements Store {
+  private readonly data = new Map<string, Entry>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    readonly name = 'cache (embedded)',
+    private readonly now: () => number = Date.now,
+  ) {
+    this.sweeper = setInterval(() => this.sweep(), 5000).unref();
+  }
+
+  private live(key: string): Entry | undefined {
+    const entry = this.data.get(key);
+    if (entry?.expiresAt !== undefined && entry.expiresAt <= this.now()) {
+      this.data.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  private sweep() {
+    for (const key of this.data.keys()) this.live(key);
+  }
+
+  private string(key: string): string | null {
+    const entry = this.live(key);
+    if (!entry) return null;
+    if (typeof entry.value !== 'string') throw new Error(`WRONGTYPE key "${key}" holds a set`);
+    return entry.value;
+  }
+
+  private set_(key: string): Set<string> | undefined {
+    const entry = this.live(key);
+    if (entry && typeof entry.value === 'string') throw new Error(`WRONGTYPE key "${key}" holds a string`);
+    return entry?.value as Set<string> | undefined;
+  }
+
+  async get(key: string) {
+    return this.string(key);
+  }
+
+  async getEx(key: string, ttl: number) {
+    const value = this.string(key);
+    if (value !== null) this.data.get(key)!.expiresAt = this.now() + ttl * 1000;
+    return value;
+  }
+
+  async set(key: string, value: string, opts: { ttl?: number; nx?: boolean } = {}) {
+    if (opts.nx && this.live(key)) return false;
+    this.data.set(key, { value, expiresAt: opts.ttl ? this.now() + opts.ttl * 1000 : undefined });
+    return true;
+  }
+
+  async getDel(key: string) {
+    const value = this.string(key);
+    this.data.delete(key);
+    return value;
+  }
+
+  async del(key: string) {
+    const existed = this.live(key) !== undefined;
+    this.data.delete(key);
+    return existed;
+  }
+
+  async expire(key: string, ttl: number) {
+    const entry = this.live(key);
+    if (!entry) return false;
+    entry.expiresAt = this.now() + ttl * 1000;
+    return true;
+  }
+
+  async ttl(key: string) {
+    const entry = this.live(key);
+    if (!entry) return -2;
+    if (entry.expiresAt === undefined) return -1;
+    return Math.ceil((entry.expiresAt - this.now()) / 1000);
+  }
+
+  async incr(key: string, ttl: number) {
+    const current = this.string(key);
+    const next = (current === null ? 0 : Number.parseInt(current, 10)) + 1;
+    if (Number.isNaN(next)) throw new Error(`ERR value of "${key}" is not an integer`);
+    if (current === null) this.data.set(key, { value: String(next), expiresAt: this.now() + ttl * 1000 });
+    else this.data.get(key)!.value = String(next);
+    return next;
+  }
+
+  async sAdd(key: string, members: string[], ttl?: number) {
+    let set = this.set_(key);
+    if (!set) {
+      set = new Set();
+      this.data.set(key, { value: set });
+    }
+    for (const m of members) set.add(m);
+    if (ttl) this.data.get(key)!.expiresAt = this.now() + ttl * 1000;
+  }
+
+  async sRem(key: string, members: string[]) {
+    const set = this.set_(key);
+    if (!set) return;
+    for (const m of members) set.delete(m);
+    if (set.size === 0) this.data.delete(key);
+  }
+
+  async sMembers(key: string) {
+    return [...(this.set_(key) ?? [])];
+  }
+
+  async ping() {}
+
+  async close() {
+    clearInterval(this.sweeper);
+  }
+}

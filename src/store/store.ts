@@ -1,0 +1,31 @@
+/**
+ * The one key-value store interface of svc: sessions, OAuth state, rate limits and plugins all use it.
+ * Every command touches a single key, so a Redis Cluster works unchanged. Values are strings; callers
+ * JSON-encode. TTLs are whole seconds. Implementations: `RedisStore` (ioredis) and `MemoryStore`.
+ * A store that cannot be reached throws `UnavailableError` (answered 503), never hangs.
+ */
+export interface Store {
+  /** Instance id (`cache`, `cachePersistent`, ...) and Redis db index, for log lines. */
+  readonly name: string;
+  get(key: string): Promise<string | null>;
+  /** Reads the value and resets its TTL in one round trip (Redis `GETEX EX`); null when missing. */
+  getEx(key: string, ttl: number): Promise<string | null>;
+  /** Writes the value. With `nx`, only when the key does not exist; returns whether it was written. */
+  set(key: string, value: string, opts?: { ttl?: number; nx?: boolean }): Promise<boolean>;
+  /** Reads and deletes atomically (Redis `GETDEL`): of two concurrent callers, one gets the value. */
+  getDel(key: string): Promise<string | null>;
+  del(key: string): Promise<boolean>;
+  /** Sets a TTL on an existing key; false when the key is missing. */
+  expire(key: string, ttl: number): Promise<boolean>;
+  /** Seconds left; -1 without expiry; -2 when missing (Redis `TTL`). */
+  ttl(key: string): Promise<number>;
+  /** Increments a counter; a new counter expires after `ttl` seconds (fixed window). */
+  incr(key: string, ttl: number): Promise<number>;
+  /** Adds members to a set; with `ttl`, (re)sets the set's expiry. */
+  sAdd(key: string, members: string[], ttl?: number): Promise<void>;
+  sRem(key: string, members: string[]): Promise<void>;
+  sMembers(key: string): Promise<string[]>;
+  /** Throws UnavailableError when the store is down. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

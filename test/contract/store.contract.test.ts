@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { UnavailableError } from '../../src/http/errors.ts';
+import { MemoryStore } from '../../src/store/memory.ts';
+import { RedisStore } from '../../src/store/redis.ts';
+import type { Store } from '../../src/store/store.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const redisUrl = inject('redisUrl');
+
+/**
+ * ONE suite for the Store interface, run against the embedded store and a real Redis. Each run uses
+ * its own key prefix so it can share a Redis with other suites.
+ */
+function storeContract(name: string, open: () => Promise<Store>) {
+  describe(`Store contract: ${name}`, () => {
+    let store: Store;
+    const p = `svctest:${randomUUID()}:`;
+    const ready = open().then((s) => (store = s));
+    afterAll(async () => {
+      await store?.close();
+    });
+
+    it('get/set round-trips strings; missing keys are null', async () => {
+      await ready;
+      expect(await store.get(`${p}missing`)).toBeNull();
+      expect(await store.set(`${p}a`, 'value')).toBe(true);
+      expect(await store.get(`${p}a`)).toBe('value');
+      expect(await store.ttl(`${p}a`)).toBe(-1);
+      expect(await store.ttl(`${p}missing`)).toBe(-2);
+    });
+
+    it('set NX writes only when the key is missing', async () => {
+      await ready;
+      expect(await store.set(`${p}nx`, 'first', { nx: true, ttl: 60 })).toBe(true);
+      expect(await store.set(`${p}nx`, 'second', { nx: true, ttl: 60 })).toBe(false);
+      expect(await store.get(`${p}nx`)).toBe('first');
+    });
+
+    it('a key with a TTL disappears once it expires', async () => {
+      await ready;
+      await store.set(`${p}short`, 'x', { ttl: 1 });
+      const ttl = await store.ttl(`${p}short`);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(1);
+      await sleep(1200);
+      expect(await store.get(`${p}short`)).toBeNull();
+      expect(await store.ttl(`${p}short`)).toBe(-2);
+    });
+
+    it('getEx reads and resets the TTL in one call (sliding expiry)', async () => {
+      await ready;
+      await store.set(`${p}slide`, 'v', { ttl: 2 });
+      await sleep(1100);
+      expect(await store.getEx(`${p}slide`, 2)).toBe('v');
+      await sleep(1100); // 2.2 s after the write: alive only because getEx slid it
+      expect(await store.get(`${p}slide`)).toBe('v');
+      expect(await store.getEx(`${p}gone`, 10)).toBeNull();
+      expect(await store.ttl(`${p}gone`)).toBe(-2);
+    });
+
+    it('getDel hands the value to exactly one of many concurrent callers', async () => {
+      await ready;
+      await store.set(`${p}once`, 'state', { ttl: 60 });
+      const results = await Promise.all(Array.from({ length: 10 }, () => store.getDel(`${p}once`)));
+      expect(results.filter((r) => r === 'state')).toHaveLength(1);
+      expect(await store.get(`${p}once`)).toBeNull();
+    });
+
+    it('del and expire report whether the key existed', async () => {
+      await ready;
+      await store.set(`${p}d`, '1');
+      expect(await store.expire(`${p}d`, 100)).toBe(true);
+      expect(await store.ttl(`${p}d`)).toBeGreaterThan(98);
+      expect(await store.del(`${p}d`)).toBe(true);
+      expect(await store.del(`${p}d`)).toBe(false);
+      expect(await store.expire(`${p}d`, 100)).toBe(false);
+    });
+
+    it('incr counts in a window that starts with the first increment and does not slide', async () => {
+      await ready;
+      expect(await store.incr(`${p}n`, 1)).toBe(1);
+      expect(await store.incr(`${p}n`, 100)).toBe(2); // a later ttl does not extend the window
+      expect(await store.ttl(`${p}n`)).toBeLessThanOrEqual(1);
+      await sleep(1200);
+      expect(await store.incr(`${p}n`, 1)).toBe(1);
+    });
+
+    it('sets: add, remove, list; an emptied set is gone; the TTL applies to the set', async () => {
+      await ready;
+      await store.sAdd(`${p}s`, ['a', 'b', 'c']);
+      await store.sAdd(`${p}s`, ['a']);
+      expect((await store.sMembers(`${p}s`)).sort()).toEqual(['a', 'b', 'c']);
+      await store.sRem(`${p}s`, ['a', 'b', 'c']);
+      expect(await store.sMembers(`${p}s`)).toEqual([]);
+      expect(await store.ttl(`${p}s`)).toBe(-2);
+      await store.sAdd(`${p}t`, ['x'], 1);
+      await sleep(1200);
+      expect(await store.sMembers(`${p}t`)).toEqual([]);
+    });
+
+    it('ping answers', async () => {
+      await ready;
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+}
+
+storeContract('embedded MemoryStore', async () => new MemoryStore());
+
+describe.skipIf(!redisUrl)('Redis', () => {
+  storeContract('Redis (ioredis)', async () => {
+    const store = new RedisStore({ url: redisUrl, name: 'cache' });
+    await store.connect(redisUrl);
+    return store;
+  });
+
+  it('an unreachable Redis fails fast at connect with a clear message and hides the password', async () => {
+    const url = 'redis://:hunter2@127.0.0.1:1/';
+    const store = new RedisStore({ url, name: 'cache' });
+    const started = Date.now();
+    const err = (await store.connect(url).catch((e: unknown) => e)) as Error;
+    expect(err.message).toMatch(/cannot reach store "cache" at redis:\/\/:\*\*\*@127\.0\.0\.1:1/);
+    expect(err.message).not.toContain('hunter2');
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('a command on a store that went away fails with UnavailableError within 2 s', async () => {
+    const store = new RedisStore({ url: redisUrl, name: 'cache' });
+    await store.connect(redisUrl);
+    store.client.disconnect(true); // drop the connection; ioredis starts reconnecting
+    const started = Date.now();
+    const err = await store.get('svctest:x').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnavailableError);
+    expect(Date.now() - started).toBeLessThan(2000);
+    await store.close();
+  });
+});

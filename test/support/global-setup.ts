@@ -1,0 +1,34 @@
+import type { TestProject } from 'vitest/node';
+import { startMongoTestServer } from './mongo.ts';
+import { ensureRedis } from './redis.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    redisUrl: string;
+    mongoUrl: string;
+    mongoKind: string;
+  }
+}
+
+const loud = (line: string) => process.stderr.write(`\n${'!'.repeat(8)} ${line} ${'!'.repeat(8)}\n\n`);
+
+/**
+ * Finds or starts the real servers once for the whole run: Redis, and the MongoDB wire-protocol
+ * server (MONGODB_TEST_URL or mongo-java-server). Outside CI a missing server skips its suites with a
+ * loud line; with CI=true it fails the run.
+ */
+export default async function setup(project: TestProject) {
+  const [redisUrl, mongo] = await Promise.all([ensureRedis(), startMongoTestServer()]);
+  const missing: string[] = [];
+  if (!redisUrl) missing.push('Redis');
+  if (!mongo) missing.push('MongoDB wire-protocol server');
+  if (missing.length && process.env.CI === 'true') throw new Error(`CI=true but these test servers are unavailable: ${missing.join(', ')}`);
+  for (const m of missing) loud(`SKIPPED: suites that need ${m} (not available; set CI=true to make this a failure)`);
+  if (mongo) process.stderr.write(`MongoDB suites run against ${mongo.kind} at ${mongo.url}\n`);
+  project.provide('redisUrl', redisUrl ?? '');
+  project.provide('mongoUrl', mongo?.url ?? '');
+  project.provide('mongoKind', mongo?.kind ?? '');
+  return async () => {
+    await mongo?.stop();
+  };
+}

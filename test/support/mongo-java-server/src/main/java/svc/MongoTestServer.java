@@ -1,0 +1,119 @@
+package svc;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import de.bwaldvogel.mongo.MongoBackend;
+import de.bwaldvogel.mongo.MongoServer;
+import de.bwaldvogel.mongo.MongoVersion;
+import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
+
+/**
+ * Test launcher for mongo-java-server with its in-memory backend.
+ *
+ * <pre>
+ * java -jar mongo-test-server.jar [port] [--ignore-stdin]
+ * </pre>
+ *
+ * Binds 127.0.0.1 on {@code port} (0 or absent: any free port), then prints exactly one line
+ * {@code LISTENING <port>} on stdout. Stops on SIGTERM/SIGINT and, unless {@code --ignore-stdin}
+ * is given, when its standard input reaches end of file (so it dies with the process that
+ * started it). Logging goes to stderr, warnings and errors only.
+ */
+public final class MongoTestServer {
+
+    /** MongoDB 4.4 (wire version 9): the mongodb Node driver 7.x refuses the default wire version 8. */
+    private static final MongoVersion MONGO_4_4 = new MongoVersion() {
+        @Override
+        public List<Integer> getVersionArray() {
+            return List.of(4, 4, 0);
+        }
+
+        @Override
+        public int getWireVersion() {
+            return 9;
+        }
+    };
+
+    private MongoTestServer() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        // Before any logger exists: slf4j-simple reads these once, at its first use.
+        setIfAbsent("org.slf4j.simpleLogger.logFile", "System.err");
+        setIfAbsent("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        setIfAbsent("org.slf4j.simpleLogger.showThreadName", "false");
+        setIfAbsent("org.slf4j.simpleLogger.showShortLogName", "true");
+
+        int port = 0;
+        boolean watchStdin = true;
+        for (String arg : args) {
+            if (arg.equals("--ignore-stdin")) {
+                watchStdin = false;
+            } else {
+                try {
+                    port = Integer.parseInt(arg);
+                } catch (NumberFormatException e) {
+                    System.err.println("usage: java -jar mongo-test-server.jar [port] [--ignore-stdin]");
+                    System.exit(2);
+                    return;
+                }
+            }
+        }
+
+        MongoBackend backend = new MemoryBackend().version(MONGO_4_4);
+        MongoServer server = new MongoServer(backend);
+        server.bind("127.0.0.1", port);
+
+        CountDownLatch stopped = new CountDownLatch(1);
+        AtomicBoolean shutDown = new AtomicBoolean(false);
+        Runnable shutdown = () -> {
+            if (shutDown.compareAndSet(false, true)) {
+                try {
+                    server.shutdownNow();
+                } catch (RuntimeException e) {
+                    System.err.println("mongo-test-server: shutdown failed: " + e);
+                }
+            }
+            stopped.countDown();
+        };
+        Runtime.getRuntime().addShutdownHook(new Thread(shutdown, "mongo-test-server-shutdown"));
+
+        InetSocketAddress address = server.getLocalAddress();
+        System.out.println("LISTENING " + address.getPort());
+        System.out.flush();
+
+        if (watchStdin) {
+            Thread watcher = new Thread(() -> {
+                drain(System.in);
+                shutdown.run();
+            }, "mongo-test-server-stdin");
+            watcher.setDaemon(true);
+            watcher.start();
+        }
+
+        stopped.await();
+        System.exit(0);
+    }
+
+    private static void drain(InputStream in) {
+        byte[] buffer = new byte[256];
+        try {
+            while (in.read(buffer) >= 0) {
+                // Input is ignored: only its end matters.
+            }
+        } catch (IOException e) {
+            // A broken stdin counts as closed.
+        }
+    }
+
+    private static void setIfAbsent(String key, String value) {
+        if (System.getProperty(key) == null) {
+            System.setProperty(key, value);
+        }
+    }
+}

@@ -1,9 +1,12 @@
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { getPath } from 'hono/utils/url';
 import { coreRoutes } from '../routes/index.ts';
+import { requestOrigin } from './auth/client-ip.ts';
+import type { Config } from './config/load.ts';
 import type { AppEnv } from './http/env.ts';
 import { AppError } from './http/errors.ts';
 import { mountRoutes } from './http/route.ts';
@@ -27,6 +30,24 @@ const statusCodes: Record<number, string> = {
   415: 'unsupported_media_type',
   429: 'too_many_requests',
 };
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * CSRF (CONTRACT section 3, **beyond**): a state-changing request whose `Origin` is neither ours nor a
+ * listed frontend is refused before any session or login logic. No `Origin`: a non-browser client.
+ */
+function originCheck(config: Config): MiddlewareHandler<AppEnv> {
+  const configured = [config.env.serverBaseUrl, config.env.callbackBaseUrl].filter(Boolean).map((u) => new URL(u!).origin);
+  const allowed = new Set([...config.env.frontendUrls, ...configured]);
+  return async function originCheck(c, next) {
+    const origin = c.req.header('origin');
+    if (origin && UNSAFE.has(c.req.method) && !allowed.has(origin) && origin !== requestOrigin(c, config.server.trustProxy)) {
+      throw new AppError(403, 'csrf_failed', 'This request comes from an origin that is not allowed');
+    }
+    await next();
+  };
+}
 
 /**
  * The Hono application of one server instance: request ids and logs, body limit, error model
@@ -53,6 +74,10 @@ export function createApp(instance: ServerInstance): Hono<AppEnv> {
       },
     }),
   );
+
+  app.use(cors({ origin: (origin) => (config.env.frontendUrls.includes(origin) ? origin : null), credentials: true, maxAge: 600 }));
+  app.use(originCheck(config));
+  app.use(instance.auth.sessionHook);
 
   mountRoutes(app, coreRoutes(instance), { requireAuthentication: config.global.requireAuthentication });
 

@@ -1,3 +1,4 @@
+import type { Auth } from './auth/index.ts';
 import type { Config } from './config/load.ts';
 import type { Database } from './db/index.ts';
 import type { EventListener } from './events.ts';
@@ -16,6 +17,8 @@ export interface ServerInstance {
   /** Every store instance and the role mapping (`stores.forRole('sessions')`). */
   stores: Stores;
   db: Database;
+  /** Sessions, users and the middleware: `auth.authenticate()`, `auth.registerPermissionResolver()`... */
+  auth: Auth;
   on(name: string, listener: EventListener): void;
   emit(name: string, payload: unknown): void;
 }

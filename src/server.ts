@@ -2,6 +2,8 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { createApp } from './app.ts';
+import { ensureAdmin } from './auth/bootstrap.ts';
+import { Auth } from './auth/index.ts';
 import { ConfigError, loadConfig, type Config } from './config/load.ts';
 import { openDatabase, type Database } from './db/index.ts';
 import { createEvents } from './events.ts';
@@ -10,9 +12,10 @@ import { createLogger, type Logger } from './logger.ts';
 import { Stores } from './store/index.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
-export function buildInstance(config: Config, logger: Logger, stores: Stores, db: Database): ServerInstance {
+export async function buildInstance(config: Config, logger: Logger, stores: Stores, db: Database): Promise<ServerInstance> {
   const events = createEvents(logger);
-  return { config, logger, stores, store: stores.instance('cache'), db, on: events.on, emit: events.emit };
+  const auth = await Auth.create(config, stores, db, logger);
+  return { config, logger, stores, store: stores.instance('cache'), db, auth, on: events.on, emit: events.emit };
 }
 
 export interface RunningServer {
@@ -40,7 +43,14 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     await stores.close();
     throw err;
   }
-  const instance = buildInstance(config, log, stores, db);
+  let instance: ServerInstance;
+  try {
+    instance = await buildInstance(config, log, stores, db);
+    await ensureAdmin(instance.auth.users, config, db.kind, log);
+  } catch (err) {
+    await Promise.allSettled([stores.close(), db.close()]);
+    throw err;
+  }
   const app = createApp(instance);
 
   const server: ServerType = await new Promise((resolve, reject) => {
@@ -67,6 +77,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
           clearTimeout(hard);
         });
       });
+      instance.auth.close();
       await Promise.allSettled([stores.close(), db.close()]);
       log.info('stopped');
     })());

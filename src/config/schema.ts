@@ -67,6 +67,11 @@ export const configSchema = v.strictObject({
     v.strictObject({
       /** Request body limit in bytes (CONTRACT section 2: 1 MiB). */
       bodyLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024)), 1024 * 1024),
+      /**
+       * How many reverse proxies stand in front (0: none). With N > 0, the client address is read
+       * from `X-Forwarded-For` N hops back, and the public origin from `X-Forwarded-Proto/Host`.
+       */
+      trustProxy: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10)), 0),
     }),
     {},
   ),

@@ -1,3 +1,5 @@
+import type { Session } from '../auth/sessions.ts';
+
 /** The identity attached to an authenticated request (SPEC.md "Session"). */
 export interface AuthUser {
   userId: string;
@@ -16,6 +18,8 @@ export interface WorkSessionGuest {
 export interface AppVariables {
   requestId: string;
   authUser?: AuthUser;
+  /** The session behind `authUser` (its `hash` is the `sid` of provider token blobs). */
+  session?: Session;
   workSession?: WorkSessionGuest;
   /** `c.get('can')('permission')`: the permission resolver chain. */
   can: (permission: string) => Promise<boolean>;

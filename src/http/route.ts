@@ -1,6 +1,7 @@
 import { vValidator } from '@hono/valibot-validator';
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import * as v from 'valibot';
+import { unauthenticatedError } from '../auth/index.ts';
 import type { AppEnv } from './env.ts';
 import { AppError, validationFailed, type ErrorDetail } from './errors.ts';
 
@@ -116,6 +117,6 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[], opts: 
 
 /** `global.requireAuthentication`: a caller is a session user or a work-session guest. */
 const requireCaller: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (!c.get('authUser') && !c.get('workSession')) throw new AppError(401, 'unauthenticated', 'You need to log in');
+  if (!c.get('authUser') && !c.get('workSession')) throw unauthenticatedError(c);
   await next();
 };

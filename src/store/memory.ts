@@ -1,4 +1,4 @@
-import type { Store } from './store.ts';
+import type { SetOptions, Store } from './store.ts';
 
 type Entry = { value: string | Set<string>; expiresAt?: number };
 
@@ -54,9 +54,11 @@ export class MemoryStore implements Store {
     return value;
   }
 
-  async set(key: string, value: string, opts: { ttl?: number; nx?: boolean } = {}) {
-    if (opts.nx && this.live(key)) return false;
-    this.data.set(key, { value, expiresAt: opts.ttl ? this.now() + opts.ttl * 1000 : undefined });
+  async set(key: string, value: string, opts: SetOptions = {}) {
+    const existing = this.live(key);
+    if ((opts.nx && existing) || (opts.xx && !existing)) return false;
+    const expiresAt = opts.ttl ? this.now() + opts.ttl * 1000 : opts.keepTtl ? existing?.expiresAt : undefined;
+    this.data.set(key, { value, expiresAt });
     return true;
   }
 

@@ -1,7 +1,7 @@
 import { Redis, ReplyError, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { UnavailableError } from '../http/errors.ts';
-import type { Store } from './store.ts';
+import type { SetOptions, Store } from './store.ts';
 
 /** A Redis URL with its password hidden, safe for log lines and error messages. */
 export function redactUrl(url: string): string {
@@ -85,11 +85,13 @@ export class RedisStore implements Store {
     return this.run(() => this.client.getex(key, 'EX', ttl));
   }
 
-  set(key: string, value: string, opts: { ttl?: number; nx?: boolean } = {}) {
+  set(key: string, value: string, opts: SetOptions = {}) {
     return this.run(async () => {
       const args: (string | number)[] = [];
       if (opts.ttl) args.push('EX', opts.ttl);
+      else if (opts.keepTtl) args.push('KEEPTTL');
       if (opts.nx) args.push('NX');
+      if (opts.xx) args.push('XX');
       // ioredis' overloads do not cover a spread of optional flags; `call` sends them as given.
       const reply = await this.client.call('SET', key, value, ...args);
       return reply === 'OK';

@@ -4,14 +4,24 @@
  * JSON-encode. TTLs are whole seconds. Implementations: `RedisStore` (ioredis) and `MemoryStore`.
  * A store that cannot be reached throws `UnavailableError` (answered 503), never hangs.
  */
+export interface SetOptions {
+  ttl?: number;
+  nx?: boolean;
+  xx?: boolean;
+  keepTtl?: boolean;
+}
+
 export interface Store {
   /** Instance id (`cache`, `cachePersistent`, ...) and Redis db index, for log lines. */
   readonly name: string;
   get(key: string): Promise<string | null>;
   /** Reads the value and resets its TTL in one round trip (Redis `GETEX EX`); null when missing. */
   getEx(key: string, ttl: number): Promise<string | null>;
-  /** Writes the value. With `nx`, only when the key does not exist; returns whether it was written. */
-  set(key: string, value: string, opts?: { ttl?: number; nx?: boolean }): Promise<boolean>;
+  /**
+   * Writes the value; returns whether it was written. `nx`: only when the key is missing; `xx`: only
+   * when it exists; `keepTtl`: keep the key's current expiry instead of clearing it.
+   */
+  set(key: string, value: string, opts?: SetOptions): Promise<boolean>;
   /** Reads and deletes atomically (Redis `GETDEL`): of two concurrent callers, one gets the value. */
   getDel(key: string): Promise<string | null>;
   del(key: string): Promise<boolean>;

@@ -37,6 +37,18 @@ function storeContract(name: string, open: () => Promise<Store>) {
       expect(await store.get(`${p}nx`)).toBe('first');
     });
 
+    it('set XX writes only an existing key; keepTtl keeps its expiry', async () => {
+      await ready;
+      expect(await store.set(`${p}xx`, 'v', { xx: true, keepTtl: true })).toBe(false);
+      expect(await store.get(`${p}xx`)).toBeNull(); // a missing key is not resurrected
+      await store.set(`${p}xx`, 'v1', { ttl: 100 });
+      expect(await store.set(`${p}xx`, 'v2', { xx: true, keepTtl: true })).toBe(true);
+      expect(await store.get(`${p}xx`)).toBe('v2');
+      expect(await store.ttl(`${p}xx`)).toBeGreaterThan(98);
+      await store.set(`${p}xx`, 'v3');
+      expect(await store.ttl(`${p}xx`)).toBe(-1); // a plain set clears the TTL, as in Redis
+    });
+
     it('a key with a TTL disappears once it expires', async () => {
       await ready;
       await store.set(`${p}short`, 'x', { ttl: 1 });

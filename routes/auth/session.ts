@@ -1,0 +1,100 @@
+import { getCookie } from 'hono/cookie';
+import * as v from 'valibot';
+import { clientIp } from '../../src/auth/client-ip.ts';
+import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
+import { toPublicUser } from '../../src/auth/users.ts';
+import { AppError } from '../../src/http/errors.ts';
+import { defineRoute } from '../../src/http/route.ts';
+import { emailSchema } from '../../src/http/schemas.ts';
+import type { ServerInstance } from '../../src/instance.ts';
+
+const loginBody = v.strictObject({
+  email: emailSchema,
+  password: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)),
+});
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** `POST /auth/login`: email + password -> session cookie. Enumeration-safe and rate limited. */
+export const login = ({ auth, config }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/login',
+    config: { public: true, type: 'authLogin' },
+    schema: {
+      summary: 'Log in with email and password',
+      description: 'Sets the session cookie. 401 `invalid_credentials` for an unknown email or a wrong password alike; 429 after repeated failures.',
+      tags: ['auth'],
+      body: loginBody,
+    },
+    handler: async (c, { body }) => {
+      const ip = clientIp(c, config.server.trustProxy);
+      await auth.loginLimit.check(body.email, ip);
+      const user = await auth.users.checkPassword(body.email, body.password);
+      if (!user) {
+        await auth.loginLimit.fail(body.email, ip);
+        throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
+      }
+      await auth.loginLimit.succeed(body.email, ip);
+      const session = await auth.login(c, user, 'password');
+      const { id, email, firstname, lastname, isAdmin } = toPublicUser(user);
+      return c.json({ user: { id, email, firstname, lastname, isAdmin }, expiresAt: iso(session.expiresAt) });
+    },
+  });
+
+/** `POST /auth/logout`: ends the current session (if any) and clears the cookie; always 204. */
+export const logout = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/logout',
+    config: { public: true, type: 'authLogout' },
+    schema: { summary: 'Log out of this session', tags: ['auth'] },
+    handler: async (c) => {
+      const id = getCookie(c, auth.cookieName);
+      if (id) await auth.endSession(id);
+      auth.clearSessionCookie(c);
+      return c.body(null, 204);
+    },
+  });
+
+/** `POST /auth/logout-all`: ends every session of the current user. */
+export const logoutAll = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/logout-all',
+    onRequest: auth.authenticate(),
+    config: { type: 'authLogout' },
+    schema: { summary: 'Log out of every session of this user', tags: ['auth'] },
+    handler: async (c) => {
+      await auth.endAllSessions(c.get('authUser')!.userId);
+      auth.clearSessionCookie(c);
+      return c.body(null, 204);
+    },
+  });
+
+/** `GET /auth/session`: the current session; `?expand=user` adds the user. */
+export const session = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/session',
+    onRequest: auth.authenticate(),
+    config: { type: 'authSession' },
+    schema: {
+      summary: 'The current session',
+      tags: ['auth'],
+      query: v.strictObject({ expand: v.optional(v.picklist(['user'])) }),
+    },
+    handler: async (c, { query }) => {
+      const s = c.get('session')!;
+      const body = { userId: s.userId, isAdmin: s.isAdmin, provider: s.provider, createdAt: iso(s.createdAt), expiresAt: iso(s.expiresAt) };
+      if (query.expand !== 'user') return c.json(body);
+      const user = await auth.users.findById(s.userId);
+      if (!user) {
+        // The user was removed behind our back (e.g. in the database): the session dies with it.
+        await auth.sessions.destroyAll(s.userId);
+        auth.clearSessionCookie(c);
+        throw new AppError(401, 'unauthenticated', 'You need to log in');
+      }
+      return c.json({ ...body, user: toPublicUser(user) });
+    },
+  });

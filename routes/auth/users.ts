@@ -1,0 +1,102 @@
+import * as v from 'valibot';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
+import { toPublicUser } from '../../src/auth/users.ts';
+import { defineRoute } from '../../src/http/route.ts';
+import { emailSchema, idParams, intQuery, nameSchema } from '../../src/http/schemas.ts';
+import type { ServerInstance } from '../../src/instance.ts';
+
+const passwordSchema = v.pipe(
+  v.string(),
+  v.minLength(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`),
+  v.maxLength(MAX_PASSWORD_LENGTH),
+);
+
+const createBody = v.strictObject({
+  email: emailSchema,
+  password: passwordSchema,
+  firstname: v.optional(nameSchema),
+  lastname: v.optional(nameSchema),
+  isAdmin: v.optional(v.boolean()),
+});
+
+const patchBody = v.strictObject({
+  firstname: v.optional(nameSchema),
+  lastname: v.optional(nameSchema),
+  password: v.optional(passwordSchema),
+  isAdmin: v.optional(v.boolean()),
+});
+
+const tags = ['users'];
+
+/** Admin user management (CONTRACT section 3): what operators use instead of editing the database. */
+export const createUser = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/users',
+    onRequest: auth.authenticate({ admin: true }),
+    config: { type: 'dataCreate' },
+    schema: { summary: 'Create a user (admin)', tags, body: createBody },
+    handler: async (c, { body }) => {
+      const user = await auth.users.create({ ...body, email_verified: false });
+      return c.json(toPublicUser(user), 201);
+    },
+  });
+
+export const listUsers = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/users',
+    onRequest: auth.authenticate({ admin: true }),
+    config: { type: 'dataList' },
+    schema: {
+      summary: 'List users (admin)',
+      tags,
+      query: v.strictObject({ offset: intQuery(0, 0, 1_000_000_000), limit: intQuery(50, 1, 500), email: v.optional(emailSchema) }),
+    },
+    handler: async (c, { query }) => {
+      const { items, total } = await auth.users.list(query);
+      return c.json({ items: items.map(toPublicUser), offset: query.offset, limit: query.limit, total });
+    },
+  });
+
+export const getUser = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/users/:id',
+    onRequest: auth.authenticate({ admin: true }),
+    config: { type: 'dataRead' },
+    schema: { summary: 'One user (admin)', tags, params: idParams },
+    handler: async (c, { params }) => c.json(toPublicUser(await auth.users.get(params.id))),
+  });
+
+export const updateUser = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'PATCH',
+    path: '/auth/users/:id',
+    onRequest: auth.authenticate({ admin: true }),
+    config: { type: 'dataUpdate' },
+    schema: {
+      summary: 'Change a user (admin)',
+      description: 'A new password ends the user\'s other sessions; `isAdmin` takes effect on the user\'s next request.',
+      tags,
+      params: idParams,
+      body: patchBody,
+    },
+    handler: async (c, { params, body }) => {
+      const keep = c.get('authUser')!.userId === params.id ? c.get('session')!.hash : undefined;
+      return c.json(toPublicUser(await auth.updateUser(params.id, body, keep)));
+    },
+  });
+
+export const deleteUser = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'DELETE',
+    path: '/auth/users/:id',
+    onRequest: auth.authenticate({ admin: true }),
+    config: { type: 'dataDelete' },
+    schema: { summary: 'Delete a user and end their sessions (admin)', tags, params: idParams },
+    handler: async (c, { params }) => {
+      await auth.deleteUser(params.id);
+      return c.body(null, 204);
+    },
+  });

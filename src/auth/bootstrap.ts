@@ -1,0 +1,37 @@
+import { randomBytes } from 'node:crypto';
+import type { Config } from '../config/load.ts';
+import type { Logger } from '../logger.ts';
+import { MIN_PASSWORD_LENGTH } from './passwords.ts';
+import { ADMIN_TAG, type UserService } from './users.ts';
+
+/**
+ * Makes sure an instance can be administered (CONTRACT section 1). When no admin exists:
+ * `SVC_ADMIN_EMAIL` + `SVC_ADMIN_PASSWORD` create one (or promote that existing user); without them,
+ * on the embedded database, `admin@localhost` gets a random password printed once; on MongoDB a
+ * warning says how to create one.
+ */
+export async function ensureAdmin(users: UserService, config: Config, dbKind: string, logger: Logger): Promise<void> {
+  if ((await users.countAdmins()) > 0) return;
+  const { adminEmail, adminPassword } = config.env;
+  if (adminEmail && adminPassword) {
+    if (adminPassword.length < MIN_PASSWORD_LENGTH) throw new Error(`SVC_ADMIN_PASSWORD must be at least ${MIN_PASSWORD_LENGTH} characters`);
+    const existing = await users.findByEmail(adminEmail);
+    if (existing) {
+      await users.users.updateOne({ _id: existing._id }, { $addToSet: { tags: ADMIN_TAG } });
+      logger.warn({ email: existing.email }, 'no admin existed: the existing user named by SVC_ADMIN_EMAIL is now an admin (password unchanged)');
+    } else {
+      await users.create({ email: adminEmail, password: adminPassword, isAdmin: true, email_verified: true });
+      logger.info({ email: adminEmail }, 'bootstrap admin created from SVC_ADMIN_EMAIL');
+    }
+    return;
+  }
+  if (dbKind !== 'embedded') {
+    logger.warn('no admin exists: set SVC_ADMIN_EMAIL and SVC_ADMIN_PASSWORD, or run `npx svc user create --email you@example.com --admin`');
+    return;
+  }
+  const email = adminEmail ?? 'admin@localhost';
+  const password = randomBytes(18).toString('base64url');
+  await users.create({ email, password, isAdmin: true, email_verified: true });
+  // Printed once, on purpose (CONTRACT section 1): the only way to learn it. Change it after login.
+  logger.warn({ email }, `bootstrap admin created: email ${email} password ${password} (shown once; change it with PATCH /auth/users/:id)`);
+}

@@ -1,0 +1,172 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { Config } from '../config/load.ts';
+import type { Database } from '../db/index.ts';
+import type { AppEnv } from '../http/env.ts';
+import { AppError, forbidden } from '../http/errors.ts';
+import type { Logger } from '../logger.ts';
+import type { Stores } from '../store/index.ts';
+import { LoginRateLimit } from './rate-limit.ts';
+import { SessionService, type Session } from './sessions.ts';
+import { isAdmin, UserService, type UserDoc, type UserPatch } from './users.ts';
+
+/** A `can()` resolver: true or false decides, undefined abstains (CONTRACT section 4). */
+export type PermissionResolver = (permission: string, c: Context<AppEnv>) => boolean | undefined | Promise<boolean | undefined>;
+
+export interface AuthenticateOptions {
+  /** Require the `ADMIN` tag: 403 `forbidden` for others. */
+  admin?: boolean;
+}
+
+/** 401 for a caller without a session; `legacy_token` when it still speaks 0.1.x (Bearer/authToken). */
+export function unauthenticatedError(c: Context): AppError {
+  if (/^bearer\s/i.test(c.req.header('authorization') ?? '') || getCookie(c, 'authToken') !== undefined) {
+    return new AppError(401, 'legacy_token', 'This client uses the old token login, which no longer works: log in again');
+  }
+  return new AppError(401, 'unauthenticated', 'You need to log in');
+}
+
+/**
+ * The auth API of the server instance: sessions, users, the middleware that core routes and plugins
+ * use, and the cookie. Created once per instance.
+ */
+export class Auth {
+  readonly loginLimit: LoginRateLimit;
+  private readonly resolvers: PermissionResolver[] = [];
+  private readonly sessionEndListeners: ((sid: string) => Promise<void>)[] = [];
+
+  private constructor(
+    readonly config: Config,
+    readonly sessions: SessionService,
+    readonly users: UserService,
+    stores: Stores,
+  ) {
+    this.loginLimit = new LoginRateLimit(stores.forRole('sessions'), config.auth.store.keyPrefix);
+  }
+
+  static async create(config: Config, stores: Stores, db: Database, logger: Logger): Promise<Auth> {
+    const sessions = new SessionService(stores.forRole('sessions'), config, logger);
+    return new Auth(config, sessions, await UserService.open(db), stores);
+  }
+
+  get cookieName(): string {
+    return this.config.auth.cookie.name;
+  }
+
+  setSessionCookie(c: Context, id: string): void {
+    const { secure, sameSite, domain } = this.config.auth.cookie;
+    setCookie(c, this.cookieName, id, {
+      httpOnly: true,
+      path: '/',
+      secure,
+      sameSite: sameSite === 'strict' ? 'Strict' : sameSite === 'lax' ? 'Lax' : 'None',
+      maxAge: this.config.auth.session.ttl,
+      ...(domain ? { domain } : {}),
+    });
+  }
+
+  clearSessionCookie(c: Context): void {
+    const { secure, domain } = this.config.auth.cookie;
+    deleteCookie(c, this.cookieName, { path: '/', secure, httpOnly: true, ...(domain ? { domain } : {}) });
+  }
+
+  /** Starts a session for a user (password or OAuth login), ending the one the request carried. */
+  async login(c: Context<AppEnv>, user: UserDoc, provider: string): Promise<Session> {
+    const previous = getCookie(c, this.cookieName);
+    if (previous) await this.sessions.destroy(previous);
+    const { id, session } = await this.sessions.create({ userId: user._id, isAdmin: isAdmin(user), provider });
+    this.setSessionCookie(c, id);
+    return session;
+  }
+
+  /** Runs when a session ends by logout (e.g. to delete its provider token blob); gets the `sid`. */
+  onSessionEnd(listener: (sid: string) => Promise<void>): void {
+    this.sessionEndListeners.push(listener);
+  }
+
+  private async ended(sids: string[]): Promise<void> {
+    for (const sid of sids) for (const listener of this.sessionEndListeners) await listener(sid);
+  }
+
+  /** Logout: ends the session behind a cookie value, if it exists. */
+  async endSession(id: string): Promise<void> {
+    const session = await this.sessions.destroy(id);
+    if (session) await this.ended([session.hash]);
+  }
+
+  /** Ends every session of a user, except `keep` (a session hash). */
+  async endAllSessions(userId: string, keep?: string): Promise<void> {
+    await this.ended(await this.sessions.destroyAll(userId, keep));
+  }
+
+  /** Refuses to remove the last administrator: nobody could manage the instance afterwards. */
+  private async keepOneAdmin(user: UserDoc): Promise<void> {
+    if (isAdmin(user) && (await this.users.countAdmins()) <= 1) {
+      throw new AppError(409, 'last_admin', 'This is the last administrator; make another user an administrator first');
+    }
+  }
+
+  /** Applies a user patch and its session effects: a new password ends other sessions, admin changes apply at once. */
+  async updateUser(id: string, patch: UserPatch, keepSessionHash?: string): Promise<UserDoc> {
+    const before = await this.users.get(id);
+    if (patch.isAdmin === false) await this.keepOneAdmin(before);
+    const user = await this.users.update(id, patch);
+    if (patch.password !== undefined) await this.endAllSessions(id, keepSessionHash);
+    if (isAdmin(before) !== isAdmin(user)) await this.sessions.setAdmin(id, isAdmin(user));
+    return user;
+  }
+
+  async deleteUser(id: string): Promise<void> {
+    await this.keepOneAdmin(await this.users.get(id));
+    await this.endAllSessions(id);
+    await this.users.delete(id);
+  }
+
+  /**
+   * Global hook: reads the session cookie and sets `authUser` (one store round trip), and `can`.
+   * Never rejects a request by itself; `authenticate` does.
+   */
+  readonly sessionHook: MiddlewareHandler<AppEnv> = async (c, next) => {
+    const id = getCookie(c, this.cookieName);
+    if (id) {
+      const session = await this.sessions.lookup(id);
+      if (session) {
+        c.set('authUser', { userId: session.userId, isAdmin: session.isAdmin, provider: session.provider });
+        c.set('session', session);
+        if (this.sessions.cookieNeedsRefresh(session)) this.setSessionCookie(c, id);
+      }
+    }
+    c.set('can', (permission) => this.can(c, permission));
+    await next();
+  };
+
+  /**
+   * Route hook: 401 `unauthenticated` without a session, 403 `forbidden` for a non-admin when
+   * `{ admin: true }`. Usage: `onRequest: instance.auth.authenticate({ admin: true })`.
+   */
+  authenticate(opts: AuthenticateOptions = {}): MiddlewareHandler<AppEnv> {
+    return async function authenticate(c, next) {
+      const user = c.get('authUser');
+      if (!user) throw unauthenticatedError(c);
+      if (opts.admin && !user.isAdmin) throw forbidden('This needs an administrator');
+      await next();
+    };
+  }
+
+  /** Adds a resolver to the `can()` chain; resolvers run in registration order. */
+  registerPermissionResolver(resolver: PermissionResolver): void {
+    this.resolvers.push(resolver);
+  }
+
+  private async can(c: Context<AppEnv>, permission: string): Promise<boolean> {
+    for (const resolve of this.resolvers) {
+      const answer = await resolve(permission, c);
+      if (answer !== undefined) return answer;
+    }
+    return c.get('authUser')?.isAdmin ?? false;
+  }
+
+  close(): void {
+    this.sessions.close();
+  }
+}

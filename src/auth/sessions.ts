@@ -1,0 +1,164 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config } from '../config/load.ts';
+import type { AuthUser } from '../http/env.ts';
+import type { Store } from '../store/store.ts';
+
+/** What the store keeps under `auth:session:<sha256hex>` (CONTRACT section 3). Times are epoch ms. */
+export interface SessionRecord extends AuthUser {
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface Session extends SessionRecord {
+  /** SHA-256 hex of the id: the store key's suffix and the `sid` given to plugins. */
+  hash: string;
+}
+
+const ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+export function hashSessionId(id: string): string {
+  return createHash('sha256').update(id).digest('hex');
+}
+
+/**
+ * Sessions as hashed random ids (the Copenhagen Book's pattern). The id is 32 random bytes,
+ * base64url; only its SHA-256 reaches the store, so a store dump yields no usable cookie. The record
+ * carries what middleware needs, so an authenticated request costs ONE store command: `GETEX`
+ * (sliding) or `GET` (absolute). Admin changes and logouts go through the per-user index.
+ */
+export class SessionService {
+  private readonly prefix: string;
+  private readonly ttl: number;
+  private readonly sliding: boolean;
+  private readonly maxLifetimeMs: number;
+  /** Users whose index this process touched since the last cleanup. */
+  private readonly touched = new Set<string>();
+  private readonly cleanupTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly store: Store,
+    config: Config,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.prefix = config.auth.store.keyPrefix;
+    this.ttl = config.auth.session.ttl;
+    this.sliding = config.auth.session.ttlMode === 'sliding';
+    this.maxLifetimeMs = config.auth.session.maxLifetime * 1000;
+    this.cleanupTimer = setInterval(() => void this.cleanup(), config.auth.session.cleanupInterval * 1000).unref();
+  }
+
+  private key(hash: string) {
+    return `${this.prefix}session:${hash}`;
+  }
+
+  private indexKey(userId: string) {
+    return `${this.prefix}user-sessions:${userId}`;
+  }
+
+  /** Longest a session can live: the index lives as long. */
+  private get lifetime(): number {
+    return this.sliding ? Math.ceil(this.maxLifetimeMs / 1000) : this.ttl;
+  }
+
+  /** Creates a session; returns the id for the cookie. Two single-key writes (Cluster-safe). */
+  async create(user: AuthUser): Promise<{ id: string; session: Session }> {
+    const id = randomBytes(32).toString('base64url');
+    const hash = hashSessionId(id);
+    const createdAt = this.now();
+    const record: SessionRecord = { userId: user.userId, isAdmin: user.isAdmin, provider: user.provider, createdAt, expiresAt: createdAt + this.ttl * 1000 };
+    await this.store.set(this.key(hash), JSON.stringify(record), { ttl: this.ttl });
+    await this.store.sAdd(this.indexKey(user.userId), [hash], this.lifetime);
+    this.touched.add(user.userId);
+    return { id, session: { ...record, hash } };
+  }
+
+  /**
+   * The hot path: the session behind a cookie value, or null. Sliding mode reads and resets the TTL
+   * in one `GETEX`; `maxLifetime` caps a sliding session in code (no second command).
+   */
+  async lookup(id: string): Promise<Session | null> {
+    if (!ID_PATTERN.test(id)) return null; // forged or truncated cookie: no store round trip
+    const hash = hashSessionId(id);
+    const raw = this.sliding ? await this.store.getEx(this.key(hash), this.ttl) : await this.store.get(this.key(hash));
+    if (raw === null) return null;
+    const record = JSON.parse(raw) as SessionRecord;
+    const now = this.now();
+    if (this.sliding) {
+      const hardEnd = record.createdAt + this.maxLifetimeMs;
+      if (now >= hardEnd) {
+        await this.destroyHash(hash, record.userId);
+        return null;
+      }
+      record.expiresAt = Math.min(now + this.ttl * 1000, hardEnd);
+    }
+    return { ...record, hash };
+  }
+
+  /** Sliding sessions: the cookie's Max-Age runs from when it was set, so re-issue it past half-life. */
+  cookieNeedsRefresh(session: Session): boolean {
+    return this.sliding && this.now() - session.createdAt > (this.ttl * 1000) / 2;
+  }
+
+  async destroy(id: string): Promise<Session | null> {
+    if (!ID_PATTERN.test(id)) return null;
+    const hash = hashSessionId(id);
+    const raw = await this.store.getDel(this.key(hash));
+    if (raw === null) return null;
+    const record = JSON.parse(raw) as SessionRecord;
+    await this.store.sRem(this.indexKey(record.userId), [hash]);
+    return { ...record, hash };
+  }
+
+  private async destroyHash(hash: string, userId: string): Promise<void> {
+    await this.store.del(this.key(hash));
+    await this.store.sRem(this.indexKey(userId), [hash]);
+  }
+
+  /** Ends every session of a user, except the one whose hash is `keep`. Returns the hashes that ended. */
+  async destroyAll(userId: string, keep?: string): Promise<string[]> {
+    const hashes = (await this.store.sMembers(this.indexKey(userId))).filter((h) => h !== keep);
+    const ended: string[] = [];
+    for (const hash of hashes) {
+      if (await this.store.del(this.key(hash))) ended.push(hash);
+    }
+    await this.store.sRem(this.indexKey(userId), hashes);
+    return ended;
+  }
+
+  /** Rewrites `isAdmin` in every live session of a user, keeping each TTL (SET XX KEEPTTL). */
+  async setAdmin(userId: string, isAdmin: boolean): Promise<void> {
+    const hashes = await this.store.sMembers(this.indexKey(userId));
+    for (const hash of hashes) {
+      const raw = await this.store.get(this.key(hash));
+      if (raw === null) {
+        await this.store.sRem(this.indexKey(userId), [hash]);
+        continue;
+      }
+      const record = JSON.parse(raw) as SessionRecord;
+      await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin }), { xx: true, keepTtl: true });
+    }
+  }
+
+  /** Drops index entries whose session expired, for the users this process touched. */
+  async cleanup(): Promise<void> {
+    const users = [...this.touched];
+    this.touched.clear();
+    for (const userId of users) {
+      try {
+        const hashes = await this.store.sMembers(this.indexKey(userId));
+        const dead: string[] = [];
+        for (const hash of hashes) if ((await this.store.ttl(this.key(hash))) === -2) dead.push(hash);
+        await this.store.sRem(this.indexKey(userId), dead);
+      } catch (err) {
+        this.touched.add(userId); // try again next round
+        this.logger.warn({ err: (err as Error).message }, 'session index cleanup failed');
+      }
+    }
+  }
+
+  close(): void {
+    clearInterval(this.cleanupTimer);
+  }
+}

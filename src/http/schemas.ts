@@ -1,0 +1,23 @@
+import * as v from 'valibot';
+
+/**
+ * An email address: trimmed, lowercased, at most 254 characters. Deliberately lenient about the
+ * domain (`admin@localhost` is the bootstrap admin); ownership is proven elsewhere.
+ */
+export const emailSchema = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.maxLength(254), v.regex(/^[^\s@]+@[^\s@]+$/, 'must be an email address'));
+
+/** A name part: at most 100 characters. */
+export const nameSchema = v.pipe(v.string(), v.trim(), v.maxLength(100));
+
+/** An integer query parameter with a default and bounds (query values arrive as strings). */
+export const intQuery = (fallback: number, min: number, max: number) =>
+  v.pipe(
+    v.optional(v.string(), String(fallback)),
+    v.regex(/^\d{1,9}$/, 'must be a whole number'),
+    v.transform(Number),
+    v.minValue(min),
+    v.maxValue(max),
+  );
+
+/** An id path segment. */
+export const idParams = v.object({ id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)) });

@@ -101,7 +101,7 @@ export class MongoDatabase implements Database {
       return database;
     } catch (err) {
       await client.close().catch(() => {});
-      throw new Error(`cannot reach MongoDB at ${redactMongoUrl(url)}: ${(err as Error).message}`);
+      throw new Error(`cannot reach MongoDB at ${redactMongoUrl(url)}: ${(err as Error).message}`, { cause: err });
     }
   }
 

@@ -63,7 +63,7 @@ export class RedisStore implements Store {
       await this.client.ping();
     } catch (err) {
       this.client.disconnect();
-      throw new Error(`cannot reach store "${this.name}" at ${redactUrl(url)}: ${(err as Error).message}`);
+      throw new Error(`cannot reach store "${this.name}" at ${redactUrl(url)}: ${(err as Error).message}`, { cause: err });
     }
   }
 

@@ -1,0 +1,95 @@
+import { parseArgs } from 'node:util';
+import * as v from 'valibot';
+import { MIN_PASSWORD_LENGTH } from './auth/passwords.ts';
+import { UserService } from './auth/users.ts';
+import { loadConfig } from './config/load.ts';
+import { openDatabase } from './db/index.ts';
+import { emailSchema } from './http/schemas.ts';
+import { createLogger } from './logger.ts';
+
+const USAGE = `Usage:
+  svc user create --email <email> [--admin] [--firstname <name>] [--lastname <name>]
+      The password is read from standard input (piped), or asked for at a prompt.
+      It is never taken as an argument: arguments end up in shell history and process lists.`;
+
+/** Reads the password: all of piped stdin, or a prompt that does not echo. */
+async function readPassword(): Promise<string> {
+  const stdin = process.stdin;
+  if (!stdin.isTTY) {
+    let data = '';
+    for await (const chunk of stdin) data += chunk;
+    return data.replace(/\r?\n$/, '');
+  }
+  process.stderr.write('Password: ');
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  return new Promise((resolve, reject) => {
+    let password = '';
+    const onData = (key: string) => {
+      for (const ch of key) {
+        if (ch === '\r' || ch === '\n') {
+          stdin.setRawMode(false);
+          stdin.off('data', onData);
+          stdin.pause();
+          process.stderr.write('\n');
+          resolve(password);
+          return;
+        }
+        if (ch === '\u0003') {
+          stdin.setRawMode(false);
+          reject(new Error('cancelled'));
+          return;
+        }
+        if (ch === '\u007f') password = password.slice(0, -1);
+        else password += ch;
+      }
+    };
+    stdin.on('data', onData);
+  });
+}
+
+async function createUser(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { email: { type: 'string' }, admin: { type: 'boolean', default: false }, firstname: { type: 'string' }, lastname: { type: 'string' }, password: { type: 'string' } },
+    strict: true,
+  });
+  if (values.password !== undefined) {
+    process.stderr.write('--password is refused: pass the password on standard input or at the prompt\n');
+    return 2;
+  }
+  const email = v.safeParse(emailSchema, values.email);
+  if (!email.success) {
+    process.stderr.write(`--email ${values.email === undefined ? 'is required' : 'must be an email address'}\n${USAGE}\n`);
+    return 2;
+  }
+  const password = await readPassword();
+  if (password.length < MIN_PASSWORD_LENGTH) {
+    process.stderr.write(`the password must be at least ${MIN_PASSWORD_LENGTH} characters\n`);
+    return 2;
+  }
+  const { config } = await loadConfig();
+  const logger = createLogger('warn');
+  const db = await openDatabase(config, logger);
+  try {
+    const users = await UserService.open(db);
+    const user = await users.create({ email: email.output, password, isAdmin: values.admin, firstname: values.firstname, lastname: values.lastname });
+    process.stdout.write(`created user ${user.email} (id ${user._id})${values.admin ? ' with the ADMIN tag' : ''}\n`);
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+/** `svc <command>`: returns the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [group, command, ...rest] = argv;
+  try {
+    if (group === 'user' && command === 'create') return await createUser(rest);
+    process.stderr.write(`${USAGE}\n`);
+    return group === undefined || group === '--help' ? 0 : 2;
+  } catch (err) {
+    process.stderr.write(`svc: ${(err as Error).message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { EmbeddedDatabase } from '../../src/db/embedded.ts';
+import type { Database } from '../../src/db/index.ts';
+import type { ServerInstance } from '../../src/instance.ts';
+import { createLogger } from '../../src/logger.ts';
+import { buildInstance } from '../../src/server.ts';
+import { Stores } from '../../src/store/index.ts';
+
+export interface TestAppOptions {
+  /** Redis URL, or undefined for the embedded store. */
+  redisUrl?: string;
+  /** The app config file's content (svc.config.json). */
+  config?: Record<string, unknown>;
+  /** Extra environment variables (CONTRACT section 1). */
+  env?: Record<string, string>;
+  db?: Database;
+}
+
+export interface TestApp {
+  instance: ServerInstance;
+  /** Key prefix of this app's auth keys (unique per app, so suites can share one Redis). */
+  keyPrefix: string;
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** A browser-like client with its own cookie jar. */
+  client(): TestClient;
+  /** Creates a user directly (no HTTP) and returns it with the password. */
+  createUser(opts?: { admin?: boolean; email?: string; password?: string }): Promise<{ id: string; email: string; password: string }>;
+  close(): Promise<void>;
+}
+
+export interface TestClient {
+  cookies: Map<string, string>;
+  fetch(path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
+  login(email: string, password: string): Promise<Response>;
+}
+
+/**
+ * The real app in-process (Hono's fetch, no socket), on the embedded store or a real Redis, with an
+ * in-memory embedded database. Config is validated exactly as at start-up.
+ */
+export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-app-'));
+  const raw = structuredClone(opts.config ?? {}) as { auth?: { store?: { keyPrefix?: string } } };
+  const keyPrefix = raw.auth?.store?.keyPrefix ?? `svctest:${randomUUID().slice(0, 8)}:auth:`;
+  raw.auth = { ...raw.auth, store: { ...raw.auth?.store, keyPrefix } };
+  const env: NodeJS.ProcessEnv = { SVC_APP_PATH: appRoot, LOG_LEVEL: 'error', ...(opts.redisUrl ? { CACHE_URL: opts.redisUrl } : {}), ...opts.env };
+  const { config } = await loadConfig(env, { raw });
+  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const stores = await Stores.open(config, logger);
+  const db = opts.db ?? EmbeddedDatabase.inMemory();
+  const instance = await buildInstance(config, logger, stores, db);
+  const app = createApp(instance);
+  const fetch = (p: string, init?: RequestInit) => Promise.resolve(app.request(p, init));
+
+  const client = (): TestClient => {
+    const cookies = new Map<string, string>();
+    const self: TestClient = {
+      cookies,
+      async fetch(p, init = {}) {
+        const headers = new Headers(init.headers);
+        if (cookies.size) headers.set('cookie', [...cookies].map(([k, v]) => `${k}=${v}`).join('; '));
+        let body = init.body;
+        if (init.json !== undefined) {
+          headers.set('content-type', 'application/json');
+          body = JSON.stringify(init.json);
+        }
+        const res = await fetch(p, { ...init, headers, body });
+        for (const line of res.headers.getSetCookie()) {
+          const [pair] = line.split(';');
+          const [name, ...rest] = pair!.split('=');
+          const value = rest.join('=');
+          if (/max-age=0/i.test(line) || value === '') cookies.delete(name!.trim());
+          else cookies.set(name!.trim(), value);
+        }
+        return res;
+      },
+      login: (email, password) => self.fetch('/auth/login', { method: 'POST', json: { email, password } }),
+    };
+    return self;
+  };
+
+  return {
+    instance,
+    keyPrefix,
+    fetch,
+    client,
+    async createUser({ admin = false, email = `${randomUUID().slice(0, 8)}@example.com`, password = 'correct horse battery' } = {}) {
+      const user = await instance.auth.users.create({ email, password, isAdmin: admin });
+      return { id: user._id, email: user.email, password };
+    },
+    async close() {
+      instance.auth.close();
+      await stores.close();
+      await db.close();
+    },
+  };
+}

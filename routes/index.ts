@@ -1,10 +1,38 @@
 import type { RouteDefinition } from '../src/http/route.ts';
 import type { ServerInstance } from '../src/instance.ts';
+import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
+import { oauthCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
+import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
 import { login, logout, logoutAll, session } from './auth/session.ts';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './auth/users.ts';
 import { health } from './health.ts';
 
-const factories = [health, login, logout, logoutAll, session, createUser, listUsers, getUser, updateUser, deleteUser];
+// Order matters where paths overlap: `/auth/oauth/providers` before `/auth/oauth/:provider`.
+const factories = [
+  health,
+  login,
+  logout,
+  logoutAll,
+  session,
+  createUser,
+  listUsers,
+  getUser,
+  updateUser,
+  deleteUser,
+  oauthProviders,
+  returnToCsrf,
+  returnTo,
+  oauthStart,
+  oauthCallback,
+  getPendingLink,
+  confirmLink,
+  declineLink,
+  availableProviders,
+  listProviders,
+  createProvider,
+  updateProvider,
+  deleteProvider,
+];
 
 /** Every core route factory; `createApp` mounts what they return. */
 export const coreRoutes = (instance: ServerInstance): RouteDefinition[] => factories.map((f) => f(instance) as RouteDefinition);

@@ -9,7 +9,7 @@ import { requestOrigin } from './auth/client-ip.ts';
 import type { Config } from './config/load.ts';
 import type { AppEnv } from './http/env.ts';
 import { AppError } from './http/errors.ts';
-import { mountRoutes } from './http/route.ts';
+import { mountRoutes, requireCaller } from './http/route.ts';
 import type { ServerInstance } from './instance.ts';
 
 /** `/api/auth/login` and `/auth/login` reach the same route: a proxy may strip `/api` or not. */
@@ -57,29 +57,30 @@ export function createApp(instance: ServerInstance): Hono<AppEnv> {
   const { logger, config } = instance;
   const app = new Hono<AppEnv>({ getPath: withoutApiPrefix });
 
-  app.use(requestId());
-  app.use(async (c, next) => {
+  const logRequests: MiddlewareHandler<AppEnv> = async (c, next) => {
     const started = performance.now();
     await next();
     logger.info(
       { reqId: c.get('requestId'), method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) },
       'request',
     );
+  };
+  const limitBody = bodyLimit({
+    maxSize: config.server.bodyLimit,
+    onError: () => {
+      throw new AppError(413, 'payload_too_large', `The request body is larger than ${config.server.bodyLimit} bytes`);
+    },
   });
-  app.use(
-    bodyLimit({
-      maxSize: config.server.bodyLimit,
-      onError: () => {
-        throw new AppError(413, 'payload_too_large', `The request body is larger than ${config.server.bodyLimit} bytes`);
-      },
-    }),
-  );
+  const corsForFrontends = cors({ origin: (origin) => (config.env.frontendUrls.includes(origin) ? origin : null), credentials: true, maxAge: 600 });
+  const appMiddleware = new WeakSet<object>();
+  const hooks: MiddlewareHandler<AppEnv>[] = [requestId(), logRequests, limitBody, corsForFrontends, originCheck(config), instance.auth.sessionHook];
+  if (config.global.requireAuthentication) hooks.push(requireCaller(appMiddleware));
+  for (const hook of hooks) {
+    appMiddleware.add(hook);
+    app.use(hook);
+  }
 
-  app.use(cors({ origin: (origin) => (config.env.frontendUrls.includes(origin) ? origin : null), credentials: true, maxAge: 600 }));
-  app.use(originCheck(config));
-  app.use(instance.auth.sessionHook);
-
-  mountRoutes(app, coreRoutes(instance), { requireAuthentication: config.global.requireAuthentication });
+  mountRoutes(app, coreRoutes(instance));
 
   app.notFound((c) => c.json(new AppError(404, 'not_found', 'No route matches this path').toJSON(), 404));
   app.onError((err, c) => {

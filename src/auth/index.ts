@@ -6,6 +6,9 @@ import type { AppEnv } from '../http/env.ts';
 import { AppError, forbidden } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Stores } from '../store/index.ts';
+import { AccountLinks } from './oauth/accounts.ts';
+import { OAuthFlow, type OAuthLoginHandler, type ProviderTokenBlob } from './oauth/flow.ts';
+import { ProviderService } from './oauth/providers.ts';
 import { LoginRateLimit } from './rate-limit.ts';
 import { SessionService, type Session } from './sessions.ts';
 import { isAdmin, UserService, type UserDoc, type UserPatch } from './users.ts';
@@ -35,18 +38,54 @@ export class Auth {
   private readonly resolvers: PermissionResolver[] = [];
   private readonly sessionEndListeners: ((sid: string) => Promise<void>)[] = [];
 
+  /** Provider documents (admin API). */
+  readonly providers: ProviderService;
+  /** The OAuth flow, pending links and provider token blobs. */
+  readonly oauth: OAuthFlow;
+  private readonly accounts: AccountLinks;
+
   private constructor(
     readonly config: Config,
     readonly sessions: SessionService,
     readonly users: UserService,
-    stores: Stores,
+    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; logger: Logger },
   ) {
-    this.loginLimit = new LoginRateLimit(stores.forRole('sessions'), config.auth.store.keyPrefix);
+    this.loginLimit = new LoginRateLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);
+    this.providers = parts.providers;
+    this.accounts = parts.accounts;
+    this.oauth = new OAuthFlow(config, parts.stores, parts.providers, parts.accounts, this, parts.logger);
+    this.onSessionEnd((sid) => this.oauth.deleteBlobsOfSession(sid));
   }
 
   static async create(config: Config, stores: Stores, db: Database, logger: Logger): Promise<Auth> {
     const sessions = new SessionService(stores.forRole('sessions'), config, logger);
-    return new Auth(config, sessions, await UserService.open(db), stores);
+    const users = await UserService.open(db);
+    const providers = await ProviderService.open(db, config);
+    if (!providers.secrets.encrypts) {
+      logger.warn('SVC_SECRET_ENCRYPTION_KEY is not set: OAuth client secrets are stored unencrypted in the database');
+    }
+    const accounts = await AccountLinks.open(db, users);
+    return new Auth(config, sessions, users, { stores, providers, accounts, logger });
+  }
+
+  // SPEC.md "Login handlers" and provider token blobs, for plugins.
+
+  /** Runs `handler` after each successful OAuth login with `providerId` (before the response). */
+  registerOAuthLoginHandler(providerId: string, handler: OAuthLoginHandler): void {
+    this.oauth.registerLoginHandler(providerId, handler);
+  }
+
+  /** The blob `{namespace}:oauth_tokens:{sid}`; `sid` is `c.get('session').hash`. */
+  getProviderTokenBlob(namespace: string, sid: string, storeInstance?: string): Promise<ProviderTokenBlob | null> {
+    return this.oauth.getTokenBlob(namespace, sid, storeInstance);
+  }
+
+  setProviderTokenBlob(namespace: string, sid: string, blob: ProviderTokenBlob, storeInstance?: string): Promise<void> {
+    return this.oauth.setTokenBlob(namespace, sid, blob, storeInstance);
+  }
+
+  deleteProviderTokenBlob(namespace: string, sid: string, storeInstance?: string): Promise<void> {
+    return this.oauth.deleteTokenBlob(namespace, sid, storeInstance);
   }
 
   get cookieName(): string {
@@ -119,6 +158,7 @@ export class Auth {
   async deleteUser(id: string): Promise<void> {
     await this.keepOneAdmin(await this.users.get(id));
     await this.endAllSessions(id);
+    await this.accounts.unlinkAll(id);
     await this.users.delete(id);
   }
 

@@ -9,6 +9,10 @@ const PER_IP = 50;
 /**
  * Failed-login counters in the store (CONTRACT section 3, **beyond**): 5 failures per email+IP or 50
  * per IP within 15 minutes lock further attempts until the window ends. Emails are hashed in keys.
+ *
+ * The email+IP counter is taken BEFORE the password is verified (one atomic INCR per attempt) and
+ * cleared on success, so concurrent guesses cannot all pass the check while the first ones are still
+ * verifying: of N parallel attempts at most 5 reach the password check.
  */
 export class LoginRateLimit {
   constructor(
@@ -21,19 +25,24 @@ export class LoginRateLimit {
     return { pair: `${this.prefix}login-fail:${who}:${ip}`, ip: `${this.prefix}login-fail-ip:${ip}` };
   }
 
-  /** Throws 429 `too_many_attempts` with `Retry-After` while a limit is reached. */
-  async check(email: string, ip: string): Promise<void> {
-    const keys = this.keys(email, ip);
-    const [pair, perIp] = await Promise.all([this.store.get(keys.pair), this.store.get(keys.ip)]);
-    const blocked = Number(pair) >= PER_EMAIL_AND_IP ? keys.pair : Number(perIp) >= PER_IP ? keys.ip : null;
-    if (!blocked) return;
-    const retryAfter = Math.max(1, await this.store.ttl(blocked));
+  private async refuse(key: string): Promise<never> {
+    const retryAfter = Math.max(1, await this.store.ttl(key));
     throw new AppError(429, 'too_many_attempts', 'Too many failed logins; try again later', undefined, { 'Retry-After': String(retryAfter) });
   }
 
-  async fail(email: string, ip: string): Promise<void> {
+  /**
+   * Throws 429 `too_many_attempts` with `Retry-After` while a limit is reached; otherwise counts this
+   * attempt against its email+IP (undone by `succeed`). Call once per attempt, before verifying.
+   */
+  async check(email: string, ip: string): Promise<void> {
     const keys = this.keys(email, ip);
-    await Promise.all([this.store.incr(keys.pair, WINDOW), this.store.incr(keys.ip, WINDOW)]);
+    if (Number(await this.store.get(keys.ip)) >= PER_IP) await this.refuse(keys.ip);
+    if ((await this.store.incr(keys.pair, WINDOW)) > PER_EMAIL_AND_IP) await this.refuse(keys.pair);
+  }
+
+  /** A failed attempt: the email+IP counter already holds it (`check`); the per-IP one counts it now. */
+  async fail(_email: string, ip: string): Promise<void> {
+    await this.store.incr(this.keys('', ip).ip, WINDOW);
   }
 
   /** A successful login clears its email+IP counter (the per-IP one keeps counting). */

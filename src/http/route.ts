@@ -1,5 +1,6 @@
 import { vValidator } from '@hono/valibot-validator';
 import type { Context, Hono, MiddlewareHandler } from 'hono';
+import { matchedRoutes } from 'hono/route';
 import * as v from 'valibot';
 import { unauthenticatedError } from '../auth/index.ts';
 import type { AppEnv } from './env.ts';
@@ -75,21 +76,23 @@ const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
-export interface MountOptions {
-  /** `global.requireAuthentication`: non-public routes refuse anonymous callers after `onRequest`. */
-  requireAuthentication: boolean;
+// Handlers of routes declared `config.public` (and the 405 answers): `requireCaller` lets them through.
+const publicHandlers = new WeakSet<object>();
+const COMPOSED_HANDLER = '__COMPOSED_HANDLER'; // where Hono's `route()` keeps a wrapped sub-app handler
+
+function isPublicHandler(handler: object): boolean {
+  return publicHandlers.has(handler) || publicHandlers.has((handler as Record<string, object>)[COMPOSED_HANDLER] ?? {});
 }
 
 /**
  * The one place that turns route definitions into Hono routes: hooks, then body/query/params
  * validation, then the handler with typed input. Paths that exist answer other methods with 405.
  */
-export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[], opts: MountOptions): void {
+export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void {
   const methodsByPath = new Map<string, Set<HttpMethod>>();
   for (const route of routes) {
     const chain: MiddlewareHandler<AppEnv>[] = [];
     chain.push(...[route.onRequest ?? []].flat());
-    if (opts.requireAuthentication && !route.config?.public) chain.push(requireCaller);
     const { body, query, params } = route.schema as RouteSchema<AnySchema | undefined, AnySchema | undefined, AnySchema | undefined>;
     if (params) chain.push(vValidator('param', params, failOnIssues));
     if (query) chain.push(vValidator('query', query, failOnIssues));
@@ -102,6 +105,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[], opts: 
         params: params ? req.valid('param') : undefined,
       } as never);
     };
+    if (route.config?.public) publicHandlers.add(handler);
     app.on(route.method, route.path, ...(chain as [MiddlewareHandler<AppEnv>]), handler);
     const methods = methodsByPath.get(route.path) ?? new Set();
     methods.add(route.method);
@@ -109,14 +113,26 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[], opts: 
   }
   for (const [path, methods] of methodsByPath) {
     const allow = [...methods, ...(methods.has('GET') ? ['HEAD'] : [])].join(', ');
-    app.all(path, () => {
+    const methodNotAllowed = () => {
       throw new AppError(405, 'method_not_allowed', `Method not allowed; this path accepts ${allow}`, undefined, { Allow: allow });
-    });
+    };
+    publicHandlers.add(methodNotAllowed);
+    app.all(path, methodNotAllowed);
   }
 }
 
-/** `global.requireAuthentication`: a caller is a session user or a work-session guest. */
-const requireCaller: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (!c.get('authUser') && !c.get('workSession')) throw unauthenticatedError(c);
-  await next();
-};
+/**
+ * `global.requireAuthentication` (SPEC.md rule 9): anonymous callers get 401 on every route not
+ * declared `config.public`, core and plugin alike (plain Hono routes of plugins included). Paths
+ * that match no route fall through to 404. `appMiddleware` are the app-wide hooks, which do not
+ * count as routes. Only anonymous requests pay for the route lookup.
+ */
+export function requireCaller(appMiddleware: WeakSet<object>): MiddlewareHandler<AppEnv> {
+  return async function requireCaller(c, next) {
+    if (!c.get('authUser') && !c.get('workSession')) {
+      const routes = matchedRoutes(c).filter((r) => !appMiddleware.has(r.handler));
+      if (routes.length > 0 && !routes.some((r) => isPublicHandler(r.handler))) throw unauthenticatedError(c);
+    }
+    await next();
+  };
+}

@@ -1,0 +1,121 @@
+import type { Context } from 'hono';
+import { getCookie } from 'hono/cookie';
+import { timingSafeEqual } from 'node:crypto';
+import * as v from 'valibot';
+import { OAuthFlowError } from '../../src/auth/oauth/client.ts';
+import { RETURN_TO_CSRF_COOKIE } from '../../src/auth/oauth/flow.ts';
+import { AppError } from '../../src/http/errors.ts';
+import { defineRoute } from '../../src/http/route.ts';
+import type { ServerInstance } from '../../src/instance.ts';
+
+const tags = ['oauth'];
+const PROVIDER_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
+const sameToken = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/** Every OAuth failure becomes a redirect to `/?auth_error=<code>`; the login page shows it. */
+function failure(c: Context, err: unknown, instance: ServerInstance): Response {
+  const code = err instanceof OAuthFlowError ? err.code : 'server_error';
+  if (code === 'server_error' && (err as AppError).code === 'unavailable') throw err; // store/db down: 503
+  const log = code === 'server_error' ? instance.logger.error.bind(instance.logger) : instance.logger.warn.bind(instance.logger);
+  log({ reqId: c.get('requestId'), auth_error: code, reason: (err as Error).message }, 'OAuth login failed');
+  c.header('Cache-Control', 'no-store');
+  return c.redirect(`/?auth_error=${code}`, 302);
+}
+
+/** `GET /auth/oauth/providers`: enabled providers for the login page; no secrets. */
+export const oauthProviders = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/oauth/providers',
+    config: { public: true },
+    schema: { summary: 'Enabled OAuth providers for the login page', tags },
+    handler: async (c) => c.json((await auth.providers.listEnabled()).map(({ providerId, label, type }) => ({ providerId, label, type }))),
+  });
+
+/** `GET /auth/oauth/return-to/csrf`: the token the login page sends back with the return path. */
+export const returnToCsrf = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/oauth/return-to/csrf',
+    config: { public: true },
+    schema: { summary: 'CSRF token for storing the post-login path', tags },
+    handler: (c) => {
+      c.header('Cache-Control', 'no-store');
+      return c.json({ csrfToken: auth.oauth.issueReturnToCsrf(c) });
+    },
+  });
+
+/**
+ * `POST /auth/oauth/return-to`: only from a listed frontend's `/login` page, with the CSRF header
+ * equal to its cookie; the path is sanitized to a same-site path (else `/`).
+ */
+export const returnTo = ({ auth, config }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/oauth/return-to',
+    config: { public: true },
+    schema: {
+      summary: 'Store the post-login path',
+      description: 'Needs header `X-Svc-OAuth-Return-To-CSRF` equal to the cookie from `/auth/oauth/return-to/csrf`, and a Referer of a listed frontend\'s `/login`.',
+      tags,
+      body: v.strictObject({ returnTo: v.pipe(v.string(), v.maxLength(2048)) }),
+    },
+    handler: (c, { body }) => {
+      const frontends = config.env.frontendUrls;
+      let referer: URL | undefined;
+      try {
+        referer = new URL(c.req.header('referer') ?? '');
+      } catch {
+        referer = undefined;
+      }
+      const origin = c.req.header('origin');
+      const originOk = origin ? frontends.includes(origin) : referer !== undefined && frontends.includes(referer.origin);
+      const refererOk = referer !== undefined && frontends.includes(referer.origin) && referer.pathname === '/login';
+      const cookie = getCookie(c, RETURN_TO_CSRF_COOKIE) ?? '';
+      const header = c.req.header('x-svc-oauth-return-to-csrf') ?? '';
+      if (!originOk || !refererOk || !cookie || !sameToken(cookie, header)) {
+        throw new AppError(403, 'csrf_failed', 'The return path must be posted from the login page with its CSRF token');
+      }
+      auth.oauth.storeReturnTo(c, body.returnTo);
+      return c.body(null, 204);
+    },
+  });
+
+/** `GET /auth/oauth/:provider`: 302 to the provider's authorize URL. */
+export const oauthStart = (instance: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/oauth/:provider',
+    config: { public: true },
+    schema: { summary: 'Start an OAuth login (redirects to the provider)', tags },
+    handler: async (c) => {
+      const providerId = c.req.param('provider') ?? '';
+      try {
+        if (!PROVIDER_ID.test(providerId)) throw new OAuthFlowError('provider_not_found', 'malformed provider id');
+        c.header('Cache-Control', 'no-store');
+        return c.redirect(await instance.auth.oauth.start(c, providerId), 302);
+      } catch (err) {
+        return failure(c, err, instance);
+      }
+    },
+  });
+
+/** `GET /auth/oauth/:provider/callback`: 302 to the stored path with the session cookie, or to `/?auth_error=`. */
+export const oauthCallback = (instance: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/oauth/:provider/callback',
+    config: { public: true },
+    schema: { summary: 'OAuth callback (the provider redirects here)', tags },
+    handler: async (c) => {
+      const providerId = c.req.param('provider') ?? '';
+      try {
+        if (!PROVIDER_ID.test(providerId)) throw new OAuthFlowError('provider_not_found', 'malformed provider id');
+        c.header('Cache-Control', 'no-store');
+        return c.redirect(await instance.auth.oauth.callback(c, providerId), 302);
+      } catch (err) {
+        return failure(c, err, instance);
+      }
+    },
+  });

@@ -1,0 +1,81 @@
+import * as arctic from 'arctic';
+import * as v from 'valibot';
+import { catalog, discoverArcticProviders } from '../../src/auth/oauth/catalog.ts';
+import { createProviderSchema, patchProviderSchema, toPublicProvider } from '../../src/auth/oauth/providers.ts';
+import { defineRoute } from '../../src/http/route.ts';
+import type { ServerInstance } from '../../src/instance.ts';
+
+const tags = ['oauth admin'];
+const providerParams = v.object({ id: v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a providerId')) });
+
+/** `GET /auth/available-providers`: every built-in provider arctic exports (found at run time) plus custom templates. */
+export const availableProviders = ({ auth, config }: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/available-providers',
+    onRequest: auth.authenticate({ admin: true }),
+    schema: { summary: 'Providers that can be configured (admin)', tags },
+    handler: (c) => {
+      const byClass = new Map(catalog.map((e) => [e.className, e]));
+      const builtins = discoverArcticProviders(arctic as unknown as Record<string, unknown>)
+        .map((className) => byClass.get(className))
+        .filter((e) => e !== undefined)
+        .map((e) => ({ providerId: e.id, type: 'arctic' as const, label: e.label, pkce: e.pkce !== 'none', configKeys: e.configKeys, defaultScopes: e.defaultScopes }));
+      const custom = config.auth.providers.custom.map((t) => ({
+        providerId: t.id,
+        type: 'custom' as const,
+        label: t.displayName,
+        pkce: t.pkce,
+        configKeys: ['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'],
+        defaultScopes: t.scopes,
+      }));
+      return c.json([...builtins, ...custom].map((p) => ({ ...p, redirectUri: auth.providers.defaultRedirectUri(p.providerId) })));
+    },
+  });
+
+export const listProviders = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/providers',
+    onRequest: auth.authenticate({ admin: true }),
+    schema: { summary: 'Configured providers, without secrets (admin)', tags },
+    handler: async (c) => c.json((await auth.providers.list()).map(toPublicProvider)),
+  });
+
+export const createProvider = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/providers',
+    onRequest: auth.authenticate({ admin: true }),
+    config: { type: 'dataCreate' },
+    schema: {
+      summary: 'Configure a provider (admin)',
+      description: '`clientSecret` is write-only. Without `redirectUri`, the default callback URL is used.',
+      tags,
+      body: createProviderSchema,
+    },
+    handler: async (c, { body }) => c.json(toPublicProvider(await auth.providers.create(body)), 201),
+  });
+
+export const updateProvider = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'PATCH',
+    path: '/auth/providers/:id',
+    onRequest: auth.authenticate({ admin: true }),
+    config: { type: 'dataUpdate' },
+    schema: { summary: 'Change a provider (admin)', description: 'An empty `clientSecret` removes it.', tags, params: providerParams, body: patchProviderSchema },
+    handler: async (c, { params, body }) => c.json(toPublicProvider(await auth.providers.patch(params.id, body))),
+  });
+
+export const deleteProvider = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'DELETE',
+    path: '/auth/providers/:id',
+    onRequest: auth.authenticate({ admin: true }),
+    config: { type: 'dataDelete' },
+    schema: { summary: 'Remove a provider (admin)', tags, params: providerParams },
+    handler: async (c, { params }) => {
+      await auth.providers.delete(params.id);
+      return c.body(null, 204);
+    },
+  });

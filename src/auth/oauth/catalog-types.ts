@@ -1,0 +1,53 @@
+import type { OAuth2Tokens } from 'arctic';
+import type { Profile } from './profile.ts';
+
+/** An arctic provider instance: every class has these two methods, with provider-specific arities. */
+export interface ArcticClient {
+  createAuthorizationURL(...args: never[]): URL;
+  validateAuthorizationCode(...args: never[]): Promise<OAuth2Tokens>;
+}
+
+/** What a provider document gives the catalog to build a client. */
+export interface ClientOptions {
+  clientId: string;
+  clientSecret: string;
+  redirectUri: string;
+  /** Provider document `config`: `tenant`, `realmURL`, `domain`, `baseURL`, ... */
+  config: Record<string, unknown>;
+}
+
+/** How svc gets the user's identity after the code exchange. */
+export type UserInfoSource =
+  /** GET `url` with `Authorization: Bearer <access token>`; the JSON goes through `map` (default: the generic mapping). */
+  | {
+      kind: 'userinfo';
+      url: string | ((config: Record<string, unknown>) => string);
+      headers?: Record<string, string>;
+      map?: (json: Record<string, unknown>) => Profile;
+    }
+  /** Claims of the id_token (OpenID Connect); through `map` (default: the generic mapping). */
+  | { kind: 'idToken'; map?: (claims: Record<string, unknown>) => Profile }
+  /** Anything else (several calls, POST, ...): returns the raw JSON and the profile. */
+  | {
+      kind: 'custom';
+      fetch: (tokens: OAuth2Tokens, config: Record<string, unknown>, http: typeof fetch) => Promise<{ raw: Record<string, unknown>; profile: Profile }>;
+    };
+
+/** One built-in provider: what the admin API shows and what the flow needs. */
+export interface CatalogEntry {
+  /** Kebab-case id of arctic's module (`microsoft-entra-id`, `keycloak`, `42`). */
+  id: string;
+  /** The class arctic exports (`MicrosoftEntraId`). */
+  className: string;
+  label: string;
+  /** `required`: S256 always; `optional`: svc uses it; `none`: the provider class has no PKCE. */
+  pkce: 'required' | 'optional' | 'none';
+  /** Provider `config` keys the constructor needs (all required), e.g. `['realmURL']`. */
+  configKeys: string[];
+  defaultScopes: string[];
+  /** Builds the arctic instance. */
+  create(Class: new (...args: never[]) => ArcticClient, opts: ClientOptions): ArcticClient;
+  userInfo: UserInfoSource;
+  /** Where to read about registering an app at this provider (optional). */
+  docs?: string;
+}

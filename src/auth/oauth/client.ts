@@ -1,0 +1,102 @@
+import * as arctic from 'arctic';
+import { decodeIdToken, OAuth2Client, type OAuth2Tokens } from 'arctic';
+import type { ArcticClient, CatalogEntry } from './catalog-types.ts';
+import { catalogEntry } from './catalog.ts';
+import { mapUserInfo, type Profile } from './profile.ts';
+import type { ProviderDoc } from './providers.ts';
+
+/** A failure of the flow with the `auth_error` code it becomes (CONTRACT section 5). */
+export class OAuthFlowError extends Error {
+  constructor(
+    readonly code: 'provider_not_found' | 'invalid_state' | 'access_denied' | 'token_exchange_failed' | 'userinfo_failed' | 'no_email' | 'account_exists' | 'server_error',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface UserInfoResult {
+  raw: Record<string, unknown>;
+  profile: Profile;
+}
+
+/** One provider, ready for the flow: authorize URL, code exchange, user info. */
+export interface ProviderClient {
+  pkce: boolean;
+  authorizationUrl(state: string, codeVerifier: string | null): URL;
+  exchange(code: string, codeVerifier: string | null): Promise<OAuth2Tokens>;
+  userInfo(tokens: OAuth2Tokens): Promise<UserInfoResult>;
+}
+
+const USERINFO_TIMEOUT_MS = 10_000;
+
+async function getJson(url: string, headers: Record<string, string>): Promise<Record<string, unknown>> {
+  const res = await fetch(url, { headers: { Accept: 'application/json', ...headers }, signal: AbortSignal.timeout(USERINFO_TIMEOUT_MS) });
+  if (!res.ok) throw new Error(`user info answered ${res.status}`);
+  const json: unknown = await res.json();
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error('user info is not a JSON object');
+  return json as Record<string, unknown>;
+}
+
+/** Empty scope lists omit the `scope` parameter (SPEC.md: the saved list is authoritative). */
+function withScopes(url: URL, scopes: string[]): URL {
+  if (scopes.length === 0) url.searchParams.delete('scope');
+  return url;
+}
+
+function customClient(doc: ProviderDoc, secret: string): ProviderClient {
+  const { authorizationEndpoint, tokenEndpoint, userInfoEndpoint, pkce = true, userInfoAuthorizationScheme = 'Bearer' } = doc.config;
+  const client = new OAuth2Client(doc.clientId, secret || null, doc.redirectUri);
+  return {
+    pkce,
+    authorizationUrl: (state, verifier) =>
+      withScopes(
+        pkce && verifier
+          ? client.createAuthorizationURLWithPKCE(authorizationEndpoint!, state, arctic.CodeChallengeMethod.S256, verifier, doc.scopes)
+          : client.createAuthorizationURL(authorizationEndpoint!, state, doc.scopes),
+        doc.scopes,
+      ),
+    exchange: (code, verifier) => client.validateAuthorizationCode(tokenEndpoint!, code, pkce ? verifier : null),
+    async userInfo(tokens) {
+      const raw = await getJson(userInfoEndpoint!, { Authorization: `${userInfoAuthorizationScheme} ${tokens.accessToken()}` });
+      return { raw, profile: mapUserInfo(raw) };
+    },
+  };
+}
+
+function builtinClient(doc: ProviderDoc, secret: string, entry: CatalogEntry): ProviderClient {
+  const Class = (arctic as unknown as Record<string, new (...args: never[]) => ArcticClient>)[entry.className];
+  if (!Class) throw new Error(`arctic does not export ${entry.className}`);
+  const client = entry.create(Class, { clientId: doc.clientId, clientSecret: secret, redirectUri: doc.redirectUri, config: doc.config }) as unknown as {
+    createAuthorizationURL(...args: unknown[]): URL;
+    validateAuthorizationCode(...args: unknown[]): Promise<OAuth2Tokens>;
+  };
+  const pkce = entry.pkce !== 'none';
+  const scheme = doc.config.userInfoAuthorizationScheme ?? 'Bearer';
+  const source = entry.userInfo;
+  return {
+    pkce,
+    authorizationUrl: (state, verifier) =>
+      withScopes(pkce ? client.createAuthorizationURL(state, verifier, doc.scopes) : client.createAuthorizationURL(state, doc.scopes), doc.scopes),
+    exchange: (code, verifier) => (pkce ? client.validateAuthorizationCode(code, verifier) : client.validateAuthorizationCode(code)),
+    async userInfo(tokens) {
+      if (source.kind === 'idToken') {
+        const raw = decodeIdToken(tokens.idToken()) as Record<string, unknown>;
+        return { raw, profile: (source.map ?? mapUserInfo)(raw) };
+      }
+      if (source.kind === 'custom') return source.fetch(tokens, doc.config, fetch);
+      const url = typeof source.url === 'function' ? source.url(doc.config) : source.url;
+      const raw = await getJson(url, { Authorization: `${scheme} ${tokens.accessToken()}`, ...source.headers });
+      return { raw, profile: (source.map ?? mapUserInfo)(raw) };
+    },
+  };
+}
+
+/** The client for a provider document: arctic's class for built-ins, arctic's OAuth2Client for custom ones. */
+export function providerClient(doc: ProviderDoc, clientSecret: string): ProviderClient {
+  if (doc.type === 'custom') return customClient(doc, clientSecret);
+  const entry = catalogEntry(doc.providerId);
+  if (!entry) throw new OAuthFlowError('provider_not_found', `no built-in provider "${doc.providerId}"`);
+  return builtinClient(doc, clientSecret, entry);
+}

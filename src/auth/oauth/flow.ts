@@ -1,0 +1,288 @@
+import type { OAuth2Tokens } from 'arctic';
+import { generateCodeVerifier, generateState } from 'arctic';
+import { createHash, randomBytes } from 'node:crypto';
+import type { Context } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { Config } from '../../config/load.ts';
+import { DuplicateKeyError } from '../../db/index.ts';
+import type { AppEnv } from '../../http/env.ts';
+import type { Logger } from '../../logger.ts';
+import type { Stores } from '../../store/index.ts';
+import type { Auth } from '../index.ts';
+import type { UserDoc } from '../users.ts';
+import type { AccountLinks } from './accounts.ts';
+import { OAuthFlowError, providerClient } from './client.ts';
+import { splitName, type Profile } from './profile.ts';
+import type { ProviderDoc, ProviderService } from './providers.ts';
+import { safeReturnPath } from './return-to.ts';
+
+export const STATE_COOKIE = 'svc_oauth_state';
+export const RETURN_TO_COOKIE = 'svc_oauth_return_to';
+export const RETURN_TO_CSRF_COOKIE = 'svc_oauth_rt_csrf';
+const STATE_TTL = 600;
+const PENDING_LINK_TTL = 900;
+
+/** What the store keeps per started login, under `oauth-state:<sha256(state)>`. */
+interface StateRecord {
+  providerId: string;
+  codeVerifier: string | null;
+  returnTo: string;
+}
+
+export interface PendingLink {
+  provider: string;
+  providerAccountId: string;
+  email: string;
+  expiresAt: string;
+}
+
+/** SPEC.md "Login handlers": what a plugin's handler receives after a successful callback. */
+export interface OAuthLoginContext {
+  providerId: string;
+  userId: string;
+  accessToken: string;
+  refreshToken: string | null;
+  expiresAt: string | null;
+  profile: Profile;
+  userInfo?: Record<string, unknown>;
+  sid?: string;
+  providerTokenNamespace?: string;
+}
+export type OAuthLoginHandler = (ctx: OAuthLoginContext) => void | Promise<void>;
+
+/** The provider token blob (SPEC.md): core writes these; plugins may add fields. */
+export interface ProviderTokenBlob {
+  access: string;
+  refresh: string | null;
+  expiresAt: string | null;
+  [field: string]: unknown;
+}
+
+const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
+const optional = <T>(read: () => T): T | null => {
+  try {
+    return read();
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * The server-side OAuth flow (SPEC.md "Server-side OAuth flow", CONTRACT section 5): state and PKCE
+ * verifier in the store (single use, 600 s, bound to the browser by a cookie), the code exchange and
+ * the user-info call on the server, the four-step account resolution, and the session.
+ */
+export class OAuthFlow {
+  private readonly handlers = new Map<string, OAuthLoginHandler[]>();
+
+  constructor(
+    private readonly config: Config,
+    private readonly stores: Stores,
+    private readonly providers: ProviderService,
+    private readonly accounts: AccountLinks,
+    private readonly auth: Auth,
+    private readonly logger: Logger,
+  ) {}
+
+  private get prefix() {
+    return this.config.auth.store.keyPrefix;
+  }
+
+  private get stateStore() {
+    return this.stores.forRole('oauthState');
+  }
+
+  private cookie(c: Context, name: string, value: string, maxAge: number, sameSite: 'Strict' | 'Lax') {
+    setCookie(c, name, value, { httpOnly: true, path: '/', secure: this.config.auth.cookie.secure, sameSite, maxAge });
+  }
+
+  private clearCookie(c: Context, name: string) {
+    deleteCookie(c, name, { path: '/', secure: this.config.auth.cookie.secure, httpOnly: true });
+  }
+
+  registerLoginHandler(providerId: string, handler: OAuthLoginHandler): void {
+    this.handlers.set(providerId, [...(this.handlers.get(providerId) ?? []), handler]);
+  }
+
+  /** `GET /auth/oauth/return-to/csrf`: a token in JSON and in a cookie (double submit). */
+  issueReturnToCsrf(c: Context): string {
+    const token = randomBytes(24).toString('base64url');
+    this.cookie(c, RETURN_TO_CSRF_COOKIE, token, STATE_TTL, 'Strict');
+    return token;
+  }
+
+  /** `POST /auth/oauth/return-to`: remembers where to go after login (sanitized) for 10 minutes. */
+  storeReturnTo(c: Context, returnTo: string): void {
+    this.cookie(c, RETURN_TO_COOKIE, safeReturnPath(returnTo), STATE_TTL, 'Lax');
+  }
+
+  /** `GET /auth/oauth/:provider`: the authorize URL to redirect to. */
+  async start(c: Context, providerId: string): Promise<string> {
+    const doc = await this.providers.find(providerId);
+    if (!doc?.enabled) throw new OAuthFlowError('provider_not_found', `provider "${providerId}" is not configured or not enabled`);
+    const client = providerClient(doc, this.providers.clientSecret(doc));
+    const state = generateState();
+    const codeVerifier = client.pkce ? generateCodeVerifier() : null;
+    const returnTo = safeReturnPath(getCookie(c, RETURN_TO_COOKIE));
+    const record: StateRecord = { providerId, codeVerifier, returnTo };
+    await this.stateStore.set(`${this.prefix}oauth-state:${sha256(state)}`, JSON.stringify(record), { ttl: STATE_TTL });
+    // Lax: the callback is a top-level navigation coming back from the provider's site.
+    this.cookie(c, STATE_COOKIE, state, STATE_TTL, 'Lax');
+    this.clearCookie(c, RETURN_TO_COOKIE);
+    return client.authorizationUrl(state, codeVerifier).toString();
+  }
+
+  /** `GET /auth/oauth/:provider/callback`: returns the path to redirect to; throws OAuthFlowError. */
+  async callback(c: Context<AppEnv>, providerId: string): Promise<string> {
+    const { state, code, error } = c.req.query();
+    const bound = getCookie(c, STATE_COOKIE);
+    this.clearCookie(c, STATE_COOKIE);
+    // Consume the state first, whatever happens next: a state is good for one callback only.
+    const raw = state ? await this.stateStore.getDel(`${this.prefix}oauth-state:${sha256(state)}`) : null;
+    if (error) throw new OAuthFlowError('access_denied', `the provider answered error=${error.slice(0, 100)}`);
+    if (!raw || !state) throw new OAuthFlowError('invalid_state', 'state is missing, unknown, expired or already used');
+    if (bound !== state) throw new OAuthFlowError('invalid_state', 'state is not bound to this browser');
+    const record = JSON.parse(raw) as StateRecord;
+    if (record.providerId !== providerId) throw new OAuthFlowError('invalid_state', 'state belongs to another provider');
+
+    const doc = await this.providers.find(providerId);
+    if (!doc?.enabled) throw new OAuthFlowError('provider_not_found', `provider "${providerId}" is not configured or not enabled`);
+    const client = providerClient(doc, this.providers.clientSecret(doc));
+    if (!code) throw new OAuthFlowError('token_exchange_failed', 'the callback has no code');
+    let tokens: OAuth2Tokens;
+    try {
+      tokens = await client.exchange(code, record.codeVerifier);
+    } catch (err) {
+      throw new OAuthFlowError('token_exchange_failed', `code exchange failed: ${(err as Error).message}`, { cause: err });
+    }
+    let info: { raw: Record<string, unknown>; profile: Profile };
+    try {
+      info = await client.userInfo(tokens);
+    } catch (err) {
+      throw new OAuthFlowError('userinfo_failed', `user info failed: ${(err as Error).message}`, { cause: err });
+    }
+    const profile = info.profile;
+    if (!profile.email) throw new OAuthFlowError('no_email', 'the provider gave no email');
+    const verified = profile.emailVerified || doc.config.trustEmailVerified === true;
+    const accountId = profile.id ?? profile.email.toLowerCase();
+
+    const user = await this.resolveUser(doc, { ...profile, email: profile.email, emailVerified: verified }, accountId);
+    await this.auth.users.users.updateOne({ _id: user._id }, { $set: { lastLoginAt: new Date().toISOString() } });
+    const session = await this.auth.login(c, user, providerId);
+
+    const access = tokens.accessToken();
+    const refresh = tokens.hasRefreshToken() ? optional(() => tokens.refreshToken()) : null;
+    const expiresAt = optional(() => tokens.accessTokenExpiresAt().toISOString());
+    const persist = doc.config.persistProviderTokens === true && doc.config.providerTokenNamespace;
+    if (persist) {
+      await this.setTokenBlob(doc.config.providerTokenNamespace!, session.hash, { access, refresh, expiresAt }, doc.config.providerTokenStoreInstance);
+    }
+    for (const handler of this.handlers.get(providerId) ?? []) {
+      try {
+        await handler({
+          providerId,
+          userId: user._id,
+          accessToken: access,
+          refreshToken: refresh,
+          expiresAt,
+          profile,
+          userInfo: info.raw,
+          ...(persist ? { sid: session.hash, providerTokenNamespace: doc.config.providerTokenNamespace } : {}),
+        });
+      } catch (err) {
+        // A plugin's failure does not undo a valid login; it is logged for the plugin's author.
+        this.logger.error({ providerId, err: (err as Error).message }, 'OAuth login handler failed');
+      }
+    }
+    return safeReturnPath(record.returnTo);
+  }
+
+  /** SPEC.md's account resolution order, safe against concurrent first logins. */
+  private async resolveUser(doc: ProviderDoc, profile: Profile & { email: string }, accountId: string, retry = true): Promise<UserDoc> {
+    const provider = doc.providerId;
+    const linked = await this.accounts.findUser(provider, accountId);
+    if (linked) return linked; // step 1
+    const existing = await this.auth.users.findByEmail(profile.email);
+    try {
+      if (existing && profile.emailVerified) {
+        // step 2: a verified email proves ownership of the existing account
+        if (!(await this.accounts.linkIfFree(existing._id, provider, accountId))) throw new DuplicateKeyError('svc__core-oauthaccount');
+        return existing;
+      }
+      if (existing) {
+        // step 3: an unverified email must not take over an account; its owner may confirm later
+        const pending: PendingLink = { provider, providerAccountId: accountId, email: profile.email, expiresAt: new Date(Date.now() + PENDING_LINK_TTL * 1000).toISOString() };
+        await this.stores.forRole('sessions').set(`${this.prefix}pending-link:${existing._id}`, JSON.stringify(pending), { ttl: PENDING_LINK_TTL });
+        throw new OAuthFlowError('account_exists', 'the email belongs to an existing account and is not verified');
+      }
+      // step 4: a new user
+      const user = await this.auth.users.create({ email: profile.email, ...splitName(profile.name), email_verified: profile.emailVerified });
+      await this.accounts.link(user._id, provider, accountId);
+      return (await this.auth.users.findById(user._id)) ?? user;
+    } catch (err) {
+      // Two first logins raced (same email or same account): the other one won; resolve again.
+      if (retry && (err instanceof DuplicateKeyError || (err as { code?: string }).code === 'user_exists')) {
+        return this.resolveUser(doc, profile, accountId, false);
+      }
+      throw err;
+    }
+  }
+
+  private pendingKey(userId: string) {
+    return `${this.prefix}pending-link:${userId}`;
+  }
+
+  async pendingLink(userId: string): Promise<PendingLink | null> {
+    const raw = await this.stores.forRole('sessions').get(this.pendingKey(userId));
+    return raw ? (JSON.parse(raw) as PendingLink) : null;
+  }
+
+  /** Confirms the pending link of the logged-in owner; null when there is none. */
+  async confirmLink(userId: string): Promise<PendingLink | null> {
+    const raw = await this.stores.forRole('sessions').getDel(this.pendingKey(userId));
+    if (!raw) return null;
+    const pending = JSON.parse(raw) as PendingLink;
+    if (!(await this.accounts.linkIfFree(userId, pending.provider, pending.providerAccountId))) {
+      throw new OAuthFlowError('account_exists', 'this OAuth account is already linked to another user');
+    }
+    return pending;
+  }
+
+  async declineLink(userId: string): Promise<void> {
+    await this.stores.forRole('sessions').del(this.pendingKey(userId));
+  }
+
+  // Provider token blobs: `{namespace}:oauth_tokens:{sid}` in the configured store instance.
+
+  private tokenStore(instance?: string) {
+    return instance ? this.stores.instance(instance) : this.stores.forRole('providerTokens');
+  }
+
+  private tokenKey(namespace: string, sid: string) {
+    return `${namespace}:oauth_tokens:${sid}`;
+  }
+
+  async getTokenBlob(namespace: string, sid: string, instance?: string): Promise<ProviderTokenBlob | null> {
+    const raw = await this.tokenStore(instance).get(this.tokenKey(namespace, sid));
+    return raw ? (JSON.parse(raw) as ProviderTokenBlob) : null;
+  }
+
+  /** Writes the blob; it lives as long as a session can. */
+  async setTokenBlob(namespace: string, sid: string, blob: ProviderTokenBlob, instance?: string): Promise<void> {
+    const { ttl, ttlMode, maxLifetime } = this.config.auth.session;
+    await this.tokenStore(instance).set(this.tokenKey(namespace, sid), JSON.stringify(blob), { ttl: ttlMode === 'sliding' ? maxLifetime : ttl });
+  }
+
+  async deleteTokenBlob(namespace: string, sid: string, instance?: string): Promise<void> {
+    await this.tokenStore(instance).del(this.tokenKey(namespace, sid));
+  }
+
+  /** Logout: deletes the session's blobs of every provider that persists tokens. */
+  async deleteBlobsOfSession(sid: string): Promise<void> {
+    for (const doc of await this.providers.list()) {
+      if (doc.config.persistProviderTokens && doc.config.providerTokenNamespace) {
+        await this.deleteTokenBlob(doc.config.providerTokenNamespace, sid, doc.config.providerTokenStoreInstance);
+      }
+    }
+  }
+}

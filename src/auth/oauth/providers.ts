@@ -1,0 +1,207 @@
+import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
+import type { Config } from '../../config/load.ts';
+import type { CustomTemplate } from '../../config/schema.ts';
+import type { Collection, Database } from '../../db/index.ts';
+import { AppError, notFound, validationFailed } from '../../http/errors.ts';
+import { catalogEntry } from './catalog.ts';
+import { SecretBox } from './secrets.ts';
+
+export const PROVIDER_COLLECTION = 'svc__core-oauthprovider';
+
+const url = v.pipe(v.string(), v.maxLength(2048), v.url('must be a URL'));
+const short = v.pipe(v.string(), v.maxLength(512));
+
+/** Provider `config` (SPEC.md): the known keys; built-ins may add their constructor's keys. */
+export const providerConfigSchema = v.strictObject({
+  tenant: v.optional(short),
+  realmURL: v.optional(url),
+  domain: v.optional(short),
+  baseURL: v.optional(url),
+  authorizationServerId: v.optional(short),
+  userPool: v.optional(short),
+  region: v.optional(short),
+  authorizationEndpoint: v.optional(url),
+  tokenEndpoint: v.optional(url),
+  userInfoEndpoint: v.optional(url),
+  pkce: v.optional(v.boolean()),
+  trustEmailVerified: v.optional(v.boolean()),
+  persistProviderTokens: v.optional(v.boolean()),
+  providerTokenNamespace: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9_]+$/, 'must be a plugin key'))),
+  providerTokenStoreInstance: v.optional(v.pipe(v.string(), v.regex(/^[a-zA-Z][a-zA-Z0-9]*$/))),
+  userInfoAuthorizationScheme: v.optional(v.picklist(['Bearer', 'JWT'])),
+});
+export type ProviderConfig = v.InferOutput<typeof providerConfigSchema>;
+
+const scopes = v.pipe(v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.regex(/^\S+$/, 'must not contain spaces'))), v.maxLength(50));
+
+export const createProviderSchema = v.strictObject({
+  providerId: v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a kebab-case id')),
+  type: v.picklist(['arctic', 'custom']),
+  label: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(100))),
+  clientId: v.pipe(v.string(), v.minLength(1), v.maxLength(512)),
+  clientSecret: v.optional(v.pipe(v.string(), v.maxLength(4096))),
+  redirectUri: v.optional(url),
+  scopes: v.optional(scopes),
+  enabled: v.optional(v.boolean(), true),
+  config: v.optional(providerConfigSchema, {}),
+});
+
+export const patchProviderSchema = v.strictObject({
+  label: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(100))),
+  clientId: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(512))),
+  clientSecret: v.optional(v.pipe(v.string(), v.maxLength(4096))),
+  redirectUri: v.optional(url),
+  scopes: v.optional(scopes),
+  enabled: v.optional(v.boolean()),
+  config: v.optional(providerConfigSchema),
+});
+
+/** A provider document in `svc__core-oauthprovider`. `clientSecret` is sealed (see SecretBox). */
+export interface ProviderDoc {
+  _id: string;
+  providerId: string;
+  type: 'arctic' | 'custom';
+  label: string;
+  clientId: string;
+  clientSecret?: string;
+  redirectUri: string;
+  scopes: string[];
+  enabled: boolean;
+  config: ProviderConfig;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** What admins see: never the secret, only whether one is set. */
+export function toPublicProvider({ _id, clientSecret, ...doc }: ProviderDoc) {
+  return { ...doc, id: doc.providerId, hasClientSecret: Boolean(clientSecret) };
+}
+
+/** Provider documents: create/patch rules, template defaults, secret sealing. */
+export class ProviderService {
+  readonly secrets: SecretBox;
+
+  private constructor(
+    private readonly docs: Collection<ProviderDoc>,
+    private readonly config: Config,
+  ) {
+    this.secrets = new SecretBox(config.env.secretEncryptionKey);
+  }
+
+  static async open(db: Database, config: Config): Promise<ProviderService> {
+    return new ProviderService(await db.collection<ProviderDoc>(PROVIDER_COLLECTION, [{ fields: ['providerId'] }]), config);
+  }
+
+  /** `<SVC_SERVER_BASE_URL or AUTH_CALLBACK_BASE_URL>/api/auth/oauth/<providerId>/callback`. */
+  defaultRedirectUri(providerId: string): string {
+    return `${this.config.env.serverBaseUrl ?? this.config.env.callbackBaseUrl}/api/auth/oauth/${providerId}/callback`;
+  }
+
+  template(id: string): CustomTemplate | undefined {
+    return this.config.auth.providers.custom.find((t) => t.id === id);
+  }
+
+  list(): Promise<ProviderDoc[]> {
+    return this.docs.find({}, { sort: { providerId: 1 } });
+  }
+
+  async listEnabled(): Promise<ProviderDoc[]> {
+    return this.docs.find({ enabled: true }, { sort: { label: 1 } });
+  }
+
+  find(providerId: string): Promise<ProviderDoc | null> {
+    return this.docs.findOne({ providerId });
+  }
+
+  async get(providerId: string): Promise<ProviderDoc> {
+    const doc = await this.find(providerId);
+    if (!doc) throw notFound('No provider with this id');
+    return doc;
+  }
+
+  /** The client secret in clear, for the code exchange only. */
+  clientSecret(doc: ProviderDoc): string {
+    return doc.clientSecret ? this.secrets.open(doc.clientSecret) : '';
+  }
+
+  async create(input: v.InferOutput<typeof createProviderSchema>): Promise<ProviderDoc> {
+    let label = input.label;
+    let scopes = input.scopes;
+    const config: ProviderConfig = { ...input.config };
+    if (input.type === 'arctic') {
+      const entry = catalogEntry(input.providerId);
+      if (!entry) throw validationFailed([{ path: 'providerId', message: 'is not a built-in provider (see GET /auth/available-providers)' }]);
+      label ??= entry.label;
+      scopes ??= entry.defaultScopes;
+    } else {
+      // Template defaults apply at creation only, never over values saved later.
+      const template = this.template(input.providerId);
+      label ??= template?.displayName ?? input.providerId;
+      scopes ??= template?.scopes ?? [];
+      config.authorizationEndpoint ??= template?.authorizationEndpoint;
+      config.tokenEndpoint ??= template?.tokenEndpoint;
+      config.userInfoEndpoint ??= template?.userInfoEndpoint;
+      config.pkce ??= template?.pkce ?? true;
+    }
+    this.checkConfig(input.type, input.providerId, config);
+    const now = new Date().toISOString();
+    const doc: ProviderDoc = {
+      _id: randomUUID(),
+      providerId: input.providerId,
+      type: input.type,
+      label,
+      clientId: input.clientId,
+      ...(input.clientSecret ? { clientSecret: this.secrets.seal(input.clientSecret) } : {}),
+      redirectUri: input.redirectUri ?? this.defaultRedirectUri(input.providerId),
+      scopes,
+      enabled: input.enabled,
+      config,
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      return await this.docs.insertOne(doc);
+    } catch (err) {
+      if ((err as AppError).code === 'already_exists') throw new AppError(409, 'provider_exists', 'A provider with this providerId already exists');
+      throw err;
+    }
+  }
+
+  async patch(providerId: string, patch: v.InferOutput<typeof patchProviderSchema>): Promise<ProviderDoc> {
+    const doc = await this.get(providerId);
+    const $set: Record<string, unknown> = { updatedAt: new Date().toISOString() };
+    for (const key of ['label', 'clientId', 'redirectUri', 'scopes', 'enabled', 'config'] as const) {
+      if (patch[key] !== undefined) $set[key] = patch[key];
+    }
+    if (patch.config) this.checkConfig(doc.type, providerId, patch.config);
+    const update = patch.clientSecret === '' ? { $set, $unset: { clientSecret: true as const } } : { $set };
+    if (patch.clientSecret) $set.clientSecret = this.secrets.seal(patch.clientSecret);
+    const after = await this.docs.updateOne({ providerId }, update);
+    if (!after) throw notFound('No provider with this id');
+    return after;
+  }
+
+  async delete(providerId: string): Promise<void> {
+    if (!(await this.docs.deleteOne({ providerId }))) throw notFound('No provider with this id');
+  }
+
+  /** Cross-field rules valibot cannot see: required constructor keys, custom endpoints, token persistence. */
+  private checkConfig(type: ProviderDoc['type'], providerId: string, config: ProviderConfig): void {
+    const missing: string[] = [];
+    if (type === 'arctic') {
+      for (const key of catalogEntry(providerId)?.configKeys ?? []) if (!config[key as keyof ProviderConfig]) missing.push(key);
+    } else {
+      for (const key of ['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'] as const) if (!config[key]) missing.push(key);
+    }
+    const details = missing.map((key) => ({ path: `config.${key}`, message: 'is required for this provider' }));
+    if (config.persistProviderTokens && !config.providerTokenNamespace) {
+      details.push({ path: 'config.providerTokenNamespace', message: 'is required when persistProviderTokens is true (the plugin key)' });
+    }
+    const instance = config.providerTokenStoreInstance;
+    if (instance && instance !== 'cache' && !this.config.env.storeUrls[instance]) {
+      details.push({ path: 'config.providerTokenStoreInstance', message: `store instance "${instance}" is not configured` });
+    }
+    if (details.length) throw validationFailed(details);
+  }
+}

@@ -11,6 +11,7 @@ import type { AppEnv } from './http/env.ts';
 import { AppError } from './http/errors.ts';
 import { mountRoutes, requireCaller } from './http/route.ts';
 import type { ServerInstance } from './instance.ts';
+import type { LoadedPlugin } from './plugins/loader.ts';
 
 /** `/api/auth/login` and `/auth/login` reach the same route: a proxy may strip `/api` or not. */
 function withoutApiPrefix(request: Request): string {
@@ -53,7 +54,7 @@ function originCheck(config: Config): MiddlewareHandler<AppEnv> {
  * The Hono application of one server instance: request ids and logs, body limit, error model
  * (CONTRACT section 2), core routes and plugins. Web-standard only; `server.ts` serves it on Node.
  */
-export function createApp(instance: ServerInstance): Hono<AppEnv> {
+export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []): Hono<AppEnv> {
   const { logger, config } = instance;
   const app = new Hono<AppEnv>({ getPath: withoutApiPrefix });
 
@@ -81,6 +82,7 @@ export function createApp(instance: ServerInstance): Hono<AppEnv> {
   }
 
   mountRoutes(app, coreRoutes(instance));
+  for (const plugin of plugins) app.route(plugin.prefix, plugin.app);
 
   app.notFound((c) => c.json(new AppError(404, 'not_found', 'No route matches this path').toJSON(), 404));
   app.onError((err, c) => {

@@ -9,6 +9,7 @@ import { openDatabase, type Database } from './db/index.ts';
 import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { applySeeds, loadPlugins, type LoadedPlugin } from './plugins/loader.ts';
 import { Stores } from './store/index.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
@@ -44,14 +45,17 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     throw err;
   }
   let instance: ServerInstance;
+  let plugins: LoadedPlugin[];
   try {
     instance = await buildInstance(config, log, stores, db);
     await ensureAdmin(instance.auth.users, config, db.kind, log);
+    plugins = await loadPlugins(instance);
+    await applySeeds(instance, plugins);
   } catch (err) {
     await Promise.allSettled([stores.close(), db.close()]);
     throw err;
   }
-  const app = createApp(instance);
+  const app = createApp(instance, plugins);
 
   const server: ServerType = await new Promise((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: config.env.port, hostname: config.env.host }, () => resolve(s));

@@ -55,11 +55,21 @@ export function defineRoute<
 
 /** valibot issues as CONTRACT section 2's `details`: `[{"path":"a.b","message":"..."}]`. */
 export function issueDetails(issues: readonly v.BaseIssue<unknown>[]): ErrorDetail[] {
-  return issues.map((issue) => ({ path: v.getDotPath(issue) ?? '', message: issue.message }));
+  return issues.map((issue) => ({
+    path: v.getDotPath(issue) ?? '',
+    message: issue.kind === 'schema' && issue.type === 'strict_object' && issue.expected === 'never' ? 'is not an allowed field' : issue.message,
+  }));
+}
+
+/** One line for a person: each problem prefixed by its field unless the message names it already. */
+function summary(details: ErrorDetail[]): string {
+  return details.map((d) => (!d.path || d.message.startsWith(d.path) ? d.message : `${d.path}: ${d.message}`)).join('; ');
 }
 
 function failOnIssues(result: { success: boolean; issues?: readonly v.BaseIssue<unknown>[] }) {
-  if (!result.success) throw validationFailed(issueDetails(result.issues ?? []));
+  if (result.success) return;
+  const details = issueDetails(result.issues ?? []);
+  throw validationFailed(details, summary(details));
 }
 
 /** Refuses a body that is not JSON before validation sees it: 415, or 400 `invalid_json`. */

@@ -1,0 +1,70 @@
+import { defineRoute, type PluginInstance } from '../../src/index.ts';
+import { createTodoSchema, todoParams, updateTodoSchema } from './schemas.ts';
+import type { TodoService } from './service.ts';
+
+const tags = ['svc__todo'];
+
+/**
+ * The routes of the reference plugin: one factory each (SPEC.md "Reference plugin routes"). Every
+ * route authenticates; data goes out in the `{ data }` wrapper (CONTRACT section 2).
+ */
+export function todoRoutes(instance: PluginInstance, todos: TodoService) {
+  const authenticate = instance.auth.authenticate();
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/all',
+      onRequest: authenticate,
+      config: { type: 'dataList' },
+      schema: { summary: 'List todos', description: 'Your items; an admin sees every user\'s items.', tags },
+      handler: async (c) => {
+        const items = await todos.list(c.get('authUser')!);
+        return c.json({ data: items, meta: { total: items.length } });
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/todo/:_id',
+      onRequest: authenticate,
+      config: { type: 'dataRead' },
+      schema: { summary: 'Read a todo', tags, params: todoParams },
+      handler: async (c, { params }) => c.json({ data: await todos.get(c.get('authUser')!, params._id) }),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/todo',
+      onRequest: authenticate,
+      config: { type: 'dataCreate' },
+      schema: { summary: 'Create a todo', description: 'With `broadcast: true`, emits `coreTodoCreated`.', tags, body: createTodoSchema },
+      handler: async (c, { body }) => {
+        const payload = { data: await todos.create(c.get('authUser')!, body) };
+        if (body.broadcast) instance.emit('coreTodoCreated', payload);
+        return c.json(payload, 201);
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: '/todo/:_id',
+      onRequest: authenticate,
+      config: { type: 'dataUpdate' },
+      schema: { summary: 'Change a todo', tags, params: todoParams, body: updateTodoSchema },
+      handler: async (c, { params, body }) => c.json({ data: await todos.update(c.get('authUser')!, params._id, body) }),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: '/todo/:_id',
+      onRequest: authenticate,
+      config: { type: 'dataDelete' },
+      schema: { summary: 'Delete a todo (soft: the record is kept, flagged)', tags, params: todoParams },
+      handler: async (c, { params }) => c.json({ data: await todos.remove(c.get('authUser')!, params._id) }),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: '/todo/:_id/hard',
+      onRequest: authenticate,
+      config: { type: 'dataDelete' },
+      schema: { summary: 'Delete a todo for good', tags, params: todoParams },
+      handler: async (c, { params }) => c.json({ data: await todos.removeHard(c.get('authUser')!, params._id) }),
+    }),
+  ];
+}

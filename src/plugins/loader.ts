@@ -1,0 +1,139 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Hono } from 'hono';
+import type { AppEnv } from '../http/env.ts';
+import type { ServerInstance } from '../instance.ts';
+
+/** Compositions and interaction links a plugin contributes (SPEC.md "Landing seeds"). */
+export interface PluginSeeds {
+  compositions?: ({ _id: string } & Record<string, unknown>)[];
+  interactionLinks?: ({ _id: string } & Record<string, unknown>)[];
+}
+
+/** What a plugin's factory receives: the server instance plus its own key, prefix and options. */
+export interface PluginInstance extends ServerInstance {
+  plugin: { key: string; prefix: string; options: unknown };
+}
+
+/** A plugin module: `export default (instance) => Hono | Promise<Hono>`, optional `export const seeds`. */
+export interface PluginModule {
+  default: (instance: PluginInstance) => Hono<AppEnv> | Promise<Hono<AppEnv>>;
+  seeds?: PluginSeeds;
+}
+
+export interface LoadedPlugin {
+  key: string;
+  prefix: string;
+  /** Where it came from, for log lines and errors. */
+  source: string;
+  app: Hono<AppEnv>;
+  seeds?: PluginSeeds;
+}
+
+export class PluginError extends Error {
+  override name = 'PluginError';
+}
+
+const KEY = /^[a-z0-9_]+$/;
+const BUNDLED = fileURLToPath(new URL('../../plugins/', import.meta.url));
+
+interface Candidate {
+  key: string;
+  prefix: string;
+  source: string;
+  load: () => Promise<unknown>;
+  optionsKey: string;
+}
+
+function folderPlugins(dir: string): Candidate[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && !d.name.startsWith('.') && d.name !== 'node_modules')
+    .flatMap((d) => {
+      const folder = path.join(dir, d.name);
+      const entry = ['index.ts', 'index.js'].map((f) => path.join(folder, f)).find((f) => existsSync(f));
+      if (!entry) return []; // an npm workspace package (e.g. the CLI connector) is loaded by name instead
+      if (!KEY.test(d.name)) throw new PluginError(`plugin folder "${d.name}" (${folder}): the key must be lowercase letters, digits and underscores`);
+      return [{ key: d.name, prefix: `/${d.name}`, source: folder, load: () => import(pathToFileURL(entry).href), optionsKey: d.name }];
+    });
+}
+
+/** `@svc/plugin-cli-connector` -> `/plugin/svc/plugin-cli-connector`; `name` -> `/plugin/name`. */
+export function packagePrefix(name: string): string {
+  const m = /^(?:@([a-z0-9][\w.-]*)\/)?([a-z0-9][\w.-]*)$/.exec(name);
+  if (!m) throw new PluginError(`plugin package "${name}": not a valid npm package name`);
+  return m[1] ? `/plugin/${m[1]}/${m[2]}` : `/plugin/${m[2]}`;
+}
+
+function packagePlugin(name: string, appRoot: string): Candidate {
+  const prefix = packagePrefix(name);
+  return {
+    key: name,
+    prefix,
+    source: `npm package ${name}`,
+    optionsKey: name,
+    load: async () => {
+      try {
+        return await import(name); // resolvable from svc itself (an app's node_modules)
+      } catch {
+        const resolved = createRequire(path.join(appRoot, 'package.json')).resolve(name);
+        return import(pathToFileURL(resolved).href);
+      }
+    },
+  };
+}
+
+/**
+ * Finds, validates and builds every plugin: bundled folders (`plugins/` of svc), the app's folders
+ * (`<app root>/plugins/`), and npm packages listed in `plugins` of the app config. Any problem stops
+ * start-up with a message naming the plugin.
+ */
+export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugin[]> {
+  const { appRoot } = instance.config.env;
+  const appDir = path.join(appRoot, 'plugins');
+  const candidates = [
+    ...folderPlugins(BUNDLED),
+    ...(path.resolve(appDir) === path.resolve(BUNDLED) ? [] : folderPlugins(appDir)),
+    ...instance.config.plugins.map((name) => packagePlugin(name, appRoot)),
+  ];
+  const seen = new Map<string, string>();
+  for (const c of candidates) {
+    const other = seen.get(c.prefix);
+    if (other) throw new PluginError(`plugin "${c.key}" is defined twice: ${other} and ${c.source}`);
+    seen.set(c.prefix, c.source);
+  }
+
+  const loaded: LoadedPlugin[] = [];
+  for (const c of candidates) {
+    try {
+      const mod = (await c.load()) as Partial<PluginModule>;
+      if (typeof mod.default !== 'function') throw new Error('its module has no default export (instance) => Hono');
+      const options = instance.config.pluginOptions[c.optionsKey];
+      const app = await mod.default({ ...instance, plugin: { key: c.key, prefix: c.prefix, options } });
+      if (typeof app?.fetch !== 'function' || !Array.isArray(app.routes)) {
+        throw new Error('its factory did not return a Hono app');
+      }
+      loaded.push({ key: c.key, prefix: c.prefix, source: c.source, app, seeds: mod.seeds });
+      instance.logger.info({ plugin: c.key, prefix: c.prefix }, 'plugin loaded');
+    } catch (err) {
+      throw new PluginError(`plugin "${c.key}" (${c.source}) failed to load: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  return loaded;
+}
+
+/** Upserts the compositions and interaction links plugins contribute, by `_id`. */
+export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin[]): Promise<void> {
+  const compositions = plugins.flatMap((p) => p.seeds?.compositions ?? []);
+  const links = plugins.flatMap((p) => p.seeds?.interactionLinks ?? []);
+  if (compositions.length) {
+    const c = await instance.db.collection<{ _id: string }>('svc__core-composition');
+    for (const doc of compositions) await c.upsert(doc);
+  }
+  if (links.length) {
+    const c = await instance.db.collection<{ _id: string }>('svc__core-interactionlink');
+    for (const doc of links) await c.upsert(doc);
+  }
+}

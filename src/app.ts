@@ -1,6 +1,7 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
+import { Scalar } from '@scalar/hono-api-reference';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { getPath } from 'hono/utils/url';
@@ -9,7 +10,8 @@ import { requestOrigin } from './auth/client-ip.ts';
 import type { Config } from './config/load.ts';
 import type { AppEnv } from './http/env.ts';
 import { AppError } from './http/errors.ts';
-import { mountRoutes, requireCaller } from './http/route.ts';
+import { buildOpenApi, routesOf } from './http/openapi.ts';
+import { defineRoute, mountRoutes, requireCaller, type RouteDefinition } from './http/route.ts';
 import type { ServerInstance } from './instance.ts';
 import type { LoadedPlugin } from './plugins/loader.ts';
 
@@ -81,8 +83,27 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
     app.use(hook);
   }
 
-  mountRoutes(app, coreRoutes(instance));
+  const core = coreRoutes(instance);
+  mountRoutes(app, core);
   for (const plugin of plugins) app.route(plugin.prefix, plugin.app);
+
+  let openApi: unknown;
+  const documentation = [
+    defineRoute({ method: 'GET', path: '/openapi.json', config: { public: true }, schema: { summary: 'This OpenAPI 3.1 document', tags: ['docs'] }, handler: (c) => c.json(openApi) }),
+    defineRoute({
+      method: 'GET',
+      path: '/docs',
+      config: { public: true },
+      schema: { summary: 'API reference page', tags: ['docs'] },
+      // Relative, so the page works at /docs and at /api/docs behind a proxy.
+      handler: Scalar({ url: 'openapi.json', pageTitle: 'svc API' }) as never,
+    }),
+  ] as RouteDefinition[];
+  openApi = buildOpenApi([{ prefix: '', routes: [...core, ...documentation] }, ...plugins.map((p) => ({ prefix: p.prefix, routes: routesOf(p.app) }))], {
+    title: 'svc',
+    version: '0.2.0',
+  });
+  mountRoutes(app, documentation);
 
   app.notFound((c) => c.json(new AppError(404, 'not_found', 'No route matches this path').toJSON(), 404));
   app.onError((err, c) => {

@@ -4,6 +4,7 @@ import { matchedRoutes } from 'hono/route';
 import * as v from 'valibot';
 import { unauthenticatedError } from '../auth/index.ts';
 import type { AppEnv } from './env.ts';
+import { recordRoutes } from './openapi.ts';
 import { AppError, validationFailed, type ErrorDetail } from './errors.ts';
 
 type AnySchema = v.GenericSchema;
@@ -99,6 +100,7 @@ function isPublicHandler(handler: object): boolean {
  * validation, then the handler with typed input. Paths that exist answer other methods with 405.
  */
 export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void {
+  recordRoutes(app, routes);
   const methodsByPath = new Map<string, Set<HttpMethod>>();
   for (const route of routes) {
     const chain: MiddlewareHandler<AppEnv>[] = [];

@@ -27,6 +27,8 @@ export interface TestApp {
   /** Key prefix of this app's auth keys (unique per app, so suites can share one Redis). */
   keyPrefix: string;
   fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** Every route the Hono app has (method `ALL` for middleware and 405 fallbacks). */
+  routes(): { method: string; path: string }[];
   /** A browser-like client with its own cookie jar. */
   client(): TestClient;
   /** Creates a user directly (no HTTP) and returns it with the password. */
@@ -89,6 +91,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     instance,
     keyPrefix,
     fetch,
+    routes: () => app.routes.map(({ method, path }) => ({ method, path })),
     client,
     async createUser({ admin = false, email = `${randomUUID().slice(0, 8)}@example.com`, password = 'correct horse battery' } = {}) {
       const user = await instance.auth.users.create({ email, password, isAdmin: admin });

@@ -1,0 +1,83 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The README's code blocks that start with `// file: <path>`: the plugin guide's files. */
+function guideFiles(): Map<string, string> {
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const files = new Map<string, string>();
+  for (const m of readme.matchAll(/```\w*\n\/\/ file: (\S+)\n([\s\S]*?)```/g)) files.set(m[1]!, m[2]!);
+  return files;
+}
+
+describe("README plugin author's guide", () => {
+  let t: TestApp;
+  let user: TestClient;
+  let userId: string;
+  // Inside the repository, so `@svc/core` (the package's own name) and `hono` resolve as in an app.
+  const appRoot = (() => {
+    mkdirSync(path.join(ROOT, 'test/.tmp'), { recursive: true });
+    return mkdtempSync(path.join(ROOT, 'test/.tmp/guide-'));
+  })();
+
+  beforeAll(async () => {
+    const files = guideFiles();
+    expect([...files.keys()].sort()).toEqual([
+      'node_modules/@acme/svc-plugin-greet/index.js',
+      'node_modules/@acme/svc-plugin-greet/package.json',
+      'plugins/acme__notes/index.ts',
+      'svc.config.json',
+    ]);
+    for (const [file, text] of files) {
+      mkdirSync(path.dirname(path.join(appRoot, file)), { recursive: true });
+      writeFileSync(path.join(appRoot, file), text);
+    }
+    const config = JSON.parse(files.get('svc.config.json')!);
+    t = await createTestApp({ config, env: { SVC_APP_PATH: appRoot } });
+    const u = await t.createUser();
+    userId = u.id;
+    user = t.client();
+    await user.login(u.email, u.password);
+  });
+  afterAll(async () => {
+    await t?.close();
+    rmSync(appRoot, { recursive: true, force: true });
+  });
+
+  it('the folder plugin is mounted at /<key>, validates, stores, reads back and emits', async () => {
+    const events: unknown[] = [];
+    t.instance.on('acmeNoteAdded', (p) => {
+      events.push(p);
+    });
+    const created = await user.fetch('/acme__notes/notes', { method: 'POST', json: { text: 'remember the milk' } });
+    expect(created.status).toBe(201);
+    const { data } = await created.json();
+    expect(data).toMatchObject({ owner: userId, text: 'remember the milk' });
+    const read = await user.fetch(`/api/acme__notes/notes/${data._id}`);
+    expect((await read.json()).data.text).toBe('remember the milk');
+    expect((await user.fetch('/acme__notes/notes', { method: 'POST', json: { text: 5 } })).status).toBe(400);
+    expect((await t.fetch(`/acme__notes/notes/${data._id}`)).status).toBe(401);
+    expect(events).toHaveLength(1);
+  });
+
+  it('a public route of the folder plugin answers anonymous callers', async () => {
+    const res = await t.fetch('/acme__notes/hello');
+    expect(await res.json()).toEqual({ data: 'hello from acme__notes' });
+  });
+
+  it('the package plugin is mounted at /plugin/<scope>/<name> with its pluginOptions', async () => {
+    const res = await user.fetch('/plugin/acme/svc-plugin-greet/greet');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ data: `good morning, ${userId}` });
+    expect((await t.fetch('/plugin/acme/svc-plugin-greet/greet')).status).toBe(401);
+  });
+
+  it("the guide's routes are in the OpenAPI document", async () => {
+    const doc = await (await t.fetch('/openapi.json')).json();
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/acme__notes/notes', '/acme__notes/notes/{id}', '/acme__notes/hello']));
+  });
+});

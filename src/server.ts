@@ -61,6 +61,11 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     const s = serve({ fetch: app.fetch, port: config.env.port, hostname: config.env.host }, () => resolve(s));
     s.once('error', reject);
   });
+  // Slow clients (slowloris) cannot hold sockets: headers within 10 s, a whole request within 30 s.
+  const http = server as import('node:http').Server;
+  http.headersTimeout = 10_000;
+  http.requestTimeout = 30_000;
+  http.keepAliveTimeout = 5_000;
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.env.host.includes(':') ? `[${config.env.host}]` : config.env.host}:${port}`;
   log.info({ url, store: stores.all().map((s) => s.name), db: db.kind }, `svc listening on ${url}`);
@@ -70,7 +75,6 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     (closing ??= (async () => {
       log.info('shutting down: finishing in-flight requests');
       await new Promise<void>((resolve) => {
-        const http = server as import('node:http').Server;
         http.close(() => resolve());
         // Idle keep-alive sockets would hold close() open; busy ones close after their response.
         http.closeIdleConnections();

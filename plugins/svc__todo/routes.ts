@@ -1,15 +1,28 @@
-import { defineRoute, type PluginInstance } from '../../src/index.ts';
+import type { Context } from 'hono';
+import { defineRoute, type AppEnv, type AuthUser, type PluginInstance } from '../../src/index.ts';
 import { createTodoSchema, todoParams, updateTodoSchema } from './schemas.ts';
 import type { TodoService } from './service.ts';
 
 const tags = ['svc__todo'];
 
 /**
+ * Who is asking: the logged-in user, or a work-session guest, who reads as the user named in
+ * `pluginData.svc__todo.owner` of the work session (never as an admin). Guests cannot write:
+ * `authenticatedOrWorksession` answers their writes with 403 `read_only_guest`.
+ */
+function viewer(c: Context<AppEnv>): AuthUser {
+  const user = c.get('authUser');
+  if (user) return user;
+  const shared = c.get('workSession')?.pluginData.svc__todo as { owner?: unknown } | undefined;
+  return { userId: typeof shared?.owner === 'string' ? shared.owner : '', isAdmin: false, provider: 'work-session' };
+}
+
+/**
  * The routes of the reference plugin: one factory each (SPEC.md "Reference plugin routes"). Every
- * route authenticates; data goes out in the `{ data }` wrapper (CONTRACT section 2).
+ * route needs a session or a work session; data goes out in the `{ data }` wrapper (CONTRACT section 2).
  */
 export function todoRoutes(instance: PluginInstance, todos: TodoService) {
-  const authenticate = instance.auth.authenticate();
+  const authenticate = instance.auth.authenticatedOrWorksession(instance.plugin.key);
   return [
     defineRoute({
       method: 'GET',
@@ -18,7 +31,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       config: { type: 'dataList' },
       schema: { summary: 'List todos', description: 'Your items; an admin sees every user\'s items.', tags },
       handler: async (c) => {
-        const items = await todos.list(c.get('authUser')!);
+        const items = await todos.list(viewer(c));
         return c.json({ data: items, meta: { total: items.length } });
       },
     }),
@@ -28,7 +41,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       onRequest: authenticate,
       config: { type: 'dataRead' },
       schema: { summary: 'Read a todo', tags, params: todoParams },
-      handler: async (c, { params }) => c.json({ data: await todos.get(c.get('authUser')!, params._id) }),
+      handler: async (c, { params }) => c.json({ data: await todos.get(viewer(c), params._id) }),
     }),
     defineRoute({
       method: 'POST',
@@ -37,7 +50,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       config: { type: 'dataCreate' },
       schema: { summary: 'Create a todo', description: 'With `broadcast: true`, emits `coreTodoCreated`.', tags, body: createTodoSchema },
       handler: async (c, { body }) => {
-        const payload = { data: await todos.create(c.get('authUser')!, body) };
+        const payload = { data: await todos.create(viewer(c), body) };
         if (body.broadcast) instance.emit('coreTodoCreated', payload);
         return c.json(payload, 201);
       },
@@ -48,7 +61,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       onRequest: authenticate,
       config: { type: 'dataUpdate' },
       schema: { summary: 'Change a todo', tags, params: todoParams, body: updateTodoSchema },
-      handler: async (c, { params, body }) => c.json({ data: await todos.update(c.get('authUser')!, params._id, body) }),
+      handler: async (c, { params, body }) => c.json({ data: await todos.update(viewer(c), params._id, body) }),
     }),
     defineRoute({
       method: 'DELETE',
@@ -56,7 +69,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       onRequest: authenticate,
       config: { type: 'dataDelete' },
       schema: { summary: 'Delete a todo (soft: the record is kept, flagged)', tags, params: todoParams },
-      handler: async (c, { params }) => c.json({ data: await todos.remove(c.get('authUser')!, params._id) }),
+      handler: async (c, { params }) => c.json({ data: await todos.remove(viewer(c), params._id) }),
     }),
     defineRoute({
       method: 'DELETE',
@@ -64,7 +77,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       onRequest: authenticate,
       config: { type: 'dataDelete' },
       schema: { summary: 'Delete a todo for good', tags, params: todoParams },
-      handler: async (c, { params }) => c.json({ data: await todos.removeHard(c.get('authUser')!, params._id) }),
+      handler: async (c, { params }) => c.json({ data: await todos.removeHard(viewer(c), params._id) }),
     }),
   ];
 }

@@ -10,6 +10,7 @@ import { AccountLinks } from './oauth/accounts.ts';
 import { OAuthFlow, type OAuthLoginHandler, type ProviderTokenBlob } from './oauth/flow.ts';
 import { ProviderService } from './oauth/providers.ts';
 import { LoginRateLimit } from './rate-limit.ts';
+import { WorkSessions } from './work-sessions.ts';
 import { SessionService, type Session } from './sessions.ts';
 import { isAdmin, UserService, type UserDoc, type UserPatch } from './users.ts';
 
@@ -38,6 +39,8 @@ export class Auth {
   private readonly resolvers: PermissionResolver[] = [];
   private readonly sessionEndListeners: ((sid: string) => Promise<void>)[] = [];
 
+  /** Work sessions: guest access (CONTRACT sections 4 and 6). */
+  readonly workSessions: WorkSessions;
   /** Provider documents (admin API). */
   readonly providers: ProviderService;
   /** The OAuth flow, pending links and provider token blobs. */
@@ -48,8 +51,9 @@ export class Auth {
     readonly config: Config,
     readonly sessions: SessionService,
     readonly users: UserService,
-    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; logger: Logger },
+    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; logger: Logger },
   ) {
+    this.workSessions = parts.workSessions;
     this.loginLimit = new LoginRateLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);
     this.providers = parts.providers;
     this.accounts = parts.accounts;
@@ -65,7 +69,8 @@ export class Auth {
       logger.warn('SVC_SECRET_ENCRYPTION_KEY is not set: OAuth client secrets are stored unencrypted in the database');
     }
     const accounts = await AccountLinks.open(db, users);
-    return new Auth(config, sessions, users, { stores, providers, accounts, logger });
+    const workSessions = await WorkSessions.open(db);
+    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, logger });
   }
 
   // SPEC.md "Login handlers" and provider token blobs, for plugins.
@@ -191,6 +196,14 @@ export class Auth {
       if (opts.admin && !user.isAdmin) throw forbidden('This needs an administrator');
       await next();
     };
+  }
+
+  /**
+   * Route hook: a session, or a work-session guest (`x-work-session-id`) whose work session grants
+   * `pluginKey`; guests may only read. Usage: `onRequest: instance.auth.authenticatedOrWorksession('svc__todo')`.
+   */
+  authenticatedOrWorksession(pluginKey: string): MiddlewareHandler<AppEnv> {
+    return this.workSessions.authenticatedOrWorksession(pluginKey);
   }
 
   /** Adds a resolver to the `can()` chain; resolvers run in registration order. */

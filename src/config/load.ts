@@ -64,6 +64,11 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   }
   for (const [id, url] of Object.entries(storeUrls)) {
     if (!/^rediss?:\/\//.test(url)) throw new ConfigError(`store instance "${id}": URL must start with redis:// or rediss://`);
+    // The Redis client parses it the same way; fail here with a name rather than a bare "Invalid URL".
+    // The URL itself is not repeated: it may hold a password.
+    if (!URL.canParse(url)) {
+      throw new ConfigError(`store instance "${id}": URL is not valid (percent-encode special characters in the password, e.g. / as %2F)`);
+    }
   }
   if (env.MONGODB_URL && !/^mongodb(\+srv)?:\/\//.test(env.MONGODB_URL)) {
     throw new ConfigError('MONGODB_URL must start with mongodb:// or mongodb+srv://');

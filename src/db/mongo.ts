@@ -2,9 +2,17 @@ import { MongoClient, MongoServerError, type Db, type Collection as MongoCollect
 import { UnavailableError } from '../http/errors.ts';
 import { DuplicateKeyError, type Collection, type Database, type Doc, type Filter, type FindOptions, type UniqueIndex, type Update } from './db.ts';
 
-/** A MongoDB URL with its password hidden. */
+/**
+ * A MongoDB URL with its password hidden. The credentials end at the last `@`, so a password with
+ * an unescaped `@` or `/` (a common mistake in a pasted URL) is hidden too, not printed.
+ */
 export function redactMongoUrl(url: string): string {
-  return url.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0] ?? '';
+  const rest = url.slice(scheme.length);
+  const at = rest.lastIndexOf('@');
+  const colon = rest.indexOf(':');
+  if (at < 0 || colon < 0 || colon > at) return url;
+  return `${scheme}${rest.slice(0, colon)}:***${rest.slice(at)}`;
 }
 
 /** Read duplicates by code 11000 only (some servers omit keyValue/keyPattern). */
@@ -86,12 +94,18 @@ export class MongoDatabase implements Database {
   ) {}
 
   static async connect(url: string): Promise<MongoDatabase> {
-    const client = new MongoClient(url, {
-      serverSelectionTimeoutMS: 1500,
-      connectTimeoutMS: 2000,
-      socketTimeoutMS: 10000,
-      ignoreUndefined: true,
-    });
+    let client: MongoClient;
+    try {
+      client = new MongoClient(url, {
+        serverSelectionTimeoutMS: 1500,
+        connectTimeoutMS: 2000,
+        socketTimeoutMS: 10000,
+        ignoreUndefined: true,
+      });
+    } catch (err) {
+      // The driver parses the URL here, synchronously: name the culprit like any start-up failure.
+      throw new Error(`MONGODB_URL ${redactMongoUrl(url)} is not a valid MongoDB connection string: ${(err as Error).message}`);
+    }
     try {
       await client.connect();
       // CONTRACT section 1: the URL's database, else `svc` (the driver alone would pick `test`).

@@ -146,7 +146,47 @@ for (const [name, openDb] of [
     it('refuses anonymous callers with 401', async () => {
       const res = await t.fetch('/svc__todo/all');
       expect(res.status).toBe(401);
-      expect((await res.json()).error.code).toBe('unauthenticated');
+      expect((await res.json()).error.code).toBe('invalid_work_session');
+    });
+
+    it('a work-session guest reads the sharing user\'s items and cannot write (403 read_only_guest)', async () => {
+      const shared = await (await create(alice, { name: 'shared with guests' })).json();
+      const ws = await t.instance.auth.workSessions.docs.insertOne({
+        _id: randomUUID(),
+        isActive: true,
+        expiresAt: null,
+        pluginData: { svc__todo: { owner: aliceId } },
+        createdAt: new Date().toISOString(),
+      });
+      const guest = { 'x-work-session-id': ws._id };
+      const list = await t.fetch('/svc__todo/all', { headers: guest });
+      expect(list.status).toBe(200);
+      expect((await list.json()).data.map((i: { _id: string }) => i._id)).toContain(shared.data._id);
+      expect(list.headers.getSetCookie()).toEqual([]); // guests get no session cookie
+      const write = await t.fetch('/svc__todo/todo', { method: 'POST', headers: { ...guest, 'content-type': 'application/json' }, body: '{"name":"x"}' });
+      expect(write.status).toBe(403);
+      expect((await write.json()).error.code).toBe('read_only_guest');
+      for (const method of ['PATCH', 'DELETE']) {
+        const res = await t.fetch(`/svc__todo/todo/${shared.data._id}`, { method, headers: { ...guest, 'content-type': 'application/json' }, body: method === 'PATCH' ? '{"name":"y"}' : undefined });
+        expect(res.status).toBe(403);
+      }
+      // inactive, expired, or not granting this plugin: 401 invalid_work_session
+      const docs = t.instance.auth.workSessions.docs;
+      const bad = [
+        { isActive: false, expiresAt: null, pluginData: { svc__todo: {} } },
+        { isActive: true, expiresAt: new Date(Date.now() - 1000).toISOString(), pluginData: { svc__todo: {} } },
+        { isActive: true, expiresAt: null, pluginData: { other_plugin: {} } },
+      ];
+      for (const fields of bad) {
+        const doc = await docs.insertOne({ _id: randomUUID(), createdAt: new Date().toISOString(), ...fields });
+        const res = await t.fetch('/svc__todo/all', { headers: { 'x-work-session-id': doc._id } });
+        expect(res.status).toBe(401);
+        expect((await res.json()).error.code).toBe('invalid_work_session');
+      }
+      expect((await t.fetch('/svc__todo/all', { headers: { 'x-work-session-id': randomUUID() } })).status).toBe(401);
+      expect((await t.fetch('/svc__todo/all', { headers: { 'x-work-session-id': 'garbage' } })).status).toBe(401);
+      // a guest header does not open routes without a work-session hook
+      expect((await t.fetch('/auth/session', { headers: guest })).status).toBe(401);
     });
   });
 }

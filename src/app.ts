@@ -87,7 +87,6 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   mountRoutes(app, core);
   for (const plugin of plugins) app.route(plugin.prefix, plugin.app);
 
-  let openApi: unknown;
   const documentation = [
     defineRoute({ method: 'GET', path: '/openapi.json', config: { public: true }, schema: { summary: 'This OpenAPI 3.1 document', tags: ['docs'] }, handler: (c) => c.json(openApi) }),
     defineRoute({
@@ -99,7 +98,8 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
       handler: Scalar({ url: 'openapi.json', pageTitle: 'svc API' }) as never,
     }),
   ] as RouteDefinition[];
-  openApi = buildOpenApi([{ prefix: '', routes: [...core, ...documentation] }, ...plugins.map((p) => ({ prefix: p.prefix, routes: routesOf(p.app) }))], {
+  // Built after `documentation` so the document lists its own routes too.
+  const openApi = buildOpenApi([{ prefix: '', routes: [...core, ...documentation] }, ...plugins.map((p) => ({ prefix: p.prefix, routes: routesOf(p.app) }))], {
     title: 'svc',
     version: '0.2.0',
   });

@@ -108,7 +108,9 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   app.notFound((c) => c.json(new AppError(404, 'not_found', 'No route matches this path').toJSON(), 404));
   app.onError((err, c) => {
     if (err instanceof AppError) {
-      if (err.status >= 500) logger.error({ reqId: c.get('requestId'), code: err.code, err: err.cause ?? err }, err.message);
+      // An outage answers every request 503: one short line each, not a stack trace each.
+      if (err.code === 'unavailable') logger.warn({ reqId: c.get('requestId'), cause: (err.cause as Error | undefined)?.message }, err.message);
+      else if (err.status >= 500) logger.error({ reqId: c.get('requestId'), code: err.code, err: err.cause ?? err }, err.message);
       return c.json(err.toJSON(), err.status, err.headers);
     }
     if (err instanceof HTTPException && err.status < 500) {

@@ -30,7 +30,9 @@ export interface RedisStoreOptions {
 export class RedisStore implements Store {
   readonly name: string;
   readonly client: Redis;
-  private down = false;
+  /** Starts true: errors before the first connection are reported by `connect`, not logged. */
+  private down = true;
+  private lastError?: Error;
 
   constructor(opts: RedisStoreOptions) {
     this.name = opts.db ? `${opts.name}/db${opts.db}` : opts.name;
@@ -46,12 +48,19 @@ export class RedisStore implements Store {
     if (opts.password && !new URL(opts.url).password) options.password = opts.password;
     this.client = new Redis(opts.url, options);
     const log = opts.logger;
+    let connectedOnce = false;
     this.client.on('error', (err: Error) => {
+      this.lastError = err;
       if (!this.down) log?.error({ store: this.name, err: err.message }, 'store connection lost; retrying in the background');
       this.down = true;
     });
+    this.client.on('close', () => {
+      if (!this.down) log?.error({ store: this.name, err: this.lastError?.message }, 'store connection lost; retrying in the background');
+      this.down = true;
+    });
     this.client.on('ready', () => {
-      if (this.down) log?.info({ store: this.name }, 'store connection restored');
+      if (connectedOnce && this.down) log?.info({ store: this.name }, 'store connection restored');
+      connectedOnce = true;
       this.down = false;
     });
   }
@@ -63,7 +72,9 @@ export class RedisStore implements Store {
       await this.client.ping();
     } catch (err) {
       this.client.disconnect();
-      throw new Error(`cannot reach store "${this.name}" at ${redactUrl(url)}: ${(err as Error).message}`, { cause: err });
+      // ioredis reports "Connection is closed"; the socket's own error (ECONNREFUSED...) says why.
+      const reason = this.lastError?.message ?? (err as Error).message;
+      throw new Error(`cannot reach store "${this.name}" at ${redactUrl(url)}: ${reason}`, { cause: err });
     }
   }
 

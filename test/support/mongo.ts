@@ -8,6 +8,8 @@
 //
 // When no server can be had (no java or mvn, a failed build, a server that does not start), the
 // reason goes to stderr and null is returned: the caller decides whether to skip or to fail.
+// startPrivateMongoServer(port) always starts a mongo-java-server of its own (never the external
+// one), optionally on a given port, so a test can stop it and start a new one on the same port.
 // MONGO_TEST_SERVER_VERBOSE=1 forwards the server's own stderr (warnings and errors only).
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -18,6 +20,8 @@ import { fileURLToPath } from 'node:url';
 export interface MongoTestServer {
   url: string;
   kind: 'external' | 'mongo-java-server';
+  /** The server process (mongo-java-server only), e.g. to freeze it with SIGSTOP. */
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -46,6 +50,34 @@ export async function startMongoTestServer(): Promise<MongoTestServer | null> {
     const reason = error instanceof Unavailable ? error.message : String((error as Error)?.stack ?? error);
     process.stderr.write(`mongo test server unavailable: ${reason}\n`);
     return null;
+  }
+}
+
+/**
+ * A mongo-java-server of the caller's own (MONGODB_TEST_URL is not used), on `port` (0: any free
+ * port). For outage tests: stop it, then start another on the same port. The port may be briefly
+ * busy right after a stop, so binding is retried for up to `bindRetryMs`. Null when unavailable.
+ */
+export async function startPrivateMongoServer(port = 0, bindRetryMs = 5_000): Promise<MongoTestServer | null> {
+  try {
+    await ensureJar();
+  } catch (error) {
+    const reason = error instanceof Unavailable ? error.message : String((error as Error)?.stack ?? error);
+    process.stderr.write(`mongo test server unavailable: ${reason}\n`);
+    return null;
+  }
+  const deadline = Date.now() + bindRetryMs;
+  for (;;) {
+    try {
+      return await launch(port);
+    } catch (error) {
+      if (port === 0 || Date.now() > deadline) {
+        const reason = error instanceof Unavailable ? error.message : String((error as Error)?.stack ?? error);
+        process.stderr.write(`mongo test server unavailable on port ${port}: ${reason}\n`);
+        return null;
+      }
+      await sleep(200);
+    }
   }
 }
 
@@ -218,9 +250,9 @@ function trackChild(child: ChildProcess): void {
   });
 }
 
-function launch(): Promise<MongoTestServer> {
+function launch(port = 0): Promise<MongoTestServer> {
   return new Promise((resolve, reject) => {
-    const args = ['-Xmx512m', '-jar', JAR, '0'];
+    const args = ['-Xmx512m', '-jar', JAR, String(port)];
     const stderrTail = new Tail();
     const verbose = Boolean(process.env.MONGO_TEST_SERVER_VERBOSE);
     const child = spawn('java', args, { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -275,9 +307,11 @@ function launch(): Promise<MongoTestServer> {
       resolve({
         url: `mongodb://127.0.0.1:${port}/${DATABASE}`,
         kind: 'mongo-java-server',
+        pid: child.pid,
         stop: () => {
           stopping ??= (async () => {
             if (exited) return;
+            child.kill('SIGCONT'); // a frozen server would not handle SIGTERM
             child.stdin.end();
             child.kill('SIGTERM');
             let timeout: NodeJS.Timeout | undefined;

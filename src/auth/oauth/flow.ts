@@ -267,22 +267,55 @@ export class OAuthFlow {
     return raw ? (JSON.parse(raw) as ProviderTokenBlob) : null;
   }
 
+  /**
+   * Which blobs a session has (`[namespace, instance]` pairs), so logout finds them even after the
+   * provider was deleted or stopped persisting tokens, and blobs that plugins wrote themselves.
+   */
+  private blobIndexKey(sid: string) {
+    return `${this.prefix}oauth-token-blobs:${sid}`;
+  }
+
+  private blobIndexMember(namespace: string, instance?: string) {
+    return JSON.stringify([namespace, instance ?? null]);
+  }
+
   /** Writes the blob; it lives as long as a session can. */
   async setTokenBlob(namespace: string, sid: string, blob: ProviderTokenBlob, instance?: string): Promise<void> {
     const { ttl, ttlMode, maxLifetime } = this.config.auth.session;
-    await this.tokenStore(instance).set(this.tokenKey(namespace, sid), JSON.stringify(blob), { ttl: ttlMode === 'sliding' ? maxLifetime : ttl });
+    const lifetime = ttlMode === 'sliding' ? maxLifetime : ttl;
+    await this.stores.forRole('sessions').sAdd(this.blobIndexKey(sid), [this.blobIndexMember(namespace, instance)], lifetime);
+    await this.tokenStore(instance).set(this.tokenKey(namespace, sid), JSON.stringify(blob), { ttl: lifetime });
   }
 
   async deleteTokenBlob(namespace: string, sid: string, instance?: string): Promise<void> {
     await this.tokenStore(instance).del(this.tokenKey(namespace, sid));
+    await this.stores.forRole('sessions').sRem(this.blobIndexKey(sid), [this.blobIndexMember(namespace, instance)]);
   }
 
-  /** Logout: deletes the session's blobs of every provider that persists tokens. */
+  /** Logout: deletes every blob the session has, and those of every provider that persists tokens. */
   async deleteBlobsOfSession(sid: string): Promise<void> {
+    const targets = new Map<string, [string, string | undefined]>();
+    for (const member of await this.stores.forRole('sessions').sMembers(this.blobIndexKey(sid))) {
+      const [namespace, instance] = JSON.parse(member) as [string, string | null];
+      targets.set(member, [namespace, instance ?? undefined]);
+    }
     for (const doc of await this.providers.list()) {
       if (doc.config.persistProviderTokens && doc.config.providerTokenNamespace) {
-        await this.deleteTokenBlob(doc.config.providerTokenNamespace, sid, doc.config.providerTokenStoreInstance);
+        const { providerTokenNamespace: namespace, providerTokenStoreInstance: instance } = doc.config;
+        targets.set(this.blobIndexMember(namespace, instance), [namespace, instance]);
       }
     }
+    for (const [namespace, instance] of targets.values()) {
+      let store;
+      try {
+        store = this.tokenStore(instance);
+      } catch (err) {
+        // A store instance that is no longer configured: its blobs are out of reach anyway.
+        this.logger.warn({ namespace, instance, err: (err as Error).message }, 'cannot delete a provider token blob');
+        continue;
+      }
+      await store.del(this.tokenKey(namespace, sid));
+    }
+    await this.stores.forRole('sessions').del(this.blobIndexKey(sid));
   }
 }

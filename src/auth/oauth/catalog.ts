@@ -87,8 +87,12 @@ const publicOk: CatalogEntry['create'] = (Class, o) => construct(Class, o.client
 /** `new Class(config[key], clientId, clientSecret | null, redirectURI)`: tenant, realm, domain or base URL first. */
 const scoped =
   (key: string, secret: 'required' | 'nullable' = 'nullable'): CatalogEntry['create'] =>
-  (Class, o) =>
-    construct(Class, need(o.config, key), o.clientId, secret === 'nullable' ? o.clientSecret || null : o.clientSecret, o.redirectUri);
+  (Class, o) => {
+    // arctic appends paths to URL keys: `https://sso/realms/x/` would become `.../x//protocol/...`.
+    const value = need(o.config, key);
+    const arg = /^https?:\/\//.test(value) ? trimSlash(value) : value;
+    return construct(Class, arg, o.clientId, secret === 'nullable' ? o.clientSecret || null : o.clientSecret, o.redirectUri);
+  };
 
 type Method = (...args: unknown[]) => unknown;
 

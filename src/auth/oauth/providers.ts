@@ -171,10 +171,15 @@ export class ProviderService {
   async patch(providerId: string, patch: v.InferOutput<typeof patchProviderSchema>): Promise<ProviderDoc> {
     const doc = await this.get(providerId);
     const $set: Record<string, unknown> = { updatedAt: new Date().toISOString() };
-    for (const key of ['label', 'clientId', 'redirectUri', 'scopes', 'enabled', 'config'] as const) {
+    for (const key of ['label', 'clientId', 'redirectUri', 'scopes', 'enabled'] as const) {
       if (patch[key] !== undefined) $set[key] = patch[key];
     }
-    if (patch.config) this.checkConfig(doc.type, providerId, patch.config);
+    if (patch.config) {
+      // `config` keys merge into the saved ones: a PATCH names only what changes.
+      const config = { ...doc.config, ...patch.config };
+      this.checkConfig(doc.type, providerId, config);
+      $set.config = config;
+    }
     const update = patch.clientSecret === '' ? { $set, $unset: { clientSecret: true as const } } : { $set };
     if (patch.clientSecret) $set.clientSecret = this.secrets.seal(patch.clientSecret);
     const after = await this.docs.updateOne({ providerId }, update);

@@ -90,8 +90,9 @@ export const session = ({ auth }: ServerInstance) =>
       if (query.expand !== 'user') return c.json(body);
       const user = await auth.users.findById(s.userId);
       if (!user) {
-        // The user was removed behind our back (e.g. in the database): the session dies with it.
-        await auth.sessions.destroyAll(s.userId);
+        // The user was removed behind our back (e.g. in the database): the session dies with it,
+        // through the auth API so its provider token blobs go too.
+        await auth.endAllSessions(s.userId);
         auth.clearSessionCookie(c);
         throw new AppError(401, 'unauthenticated', 'You need to log in');
       }

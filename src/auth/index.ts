@@ -117,7 +117,7 @@ export class Auth {
   /** Starts a session for a user (password or OAuth login), ending the one the request carried. */
   async login(c: Context<AppEnv>, user: UserDoc, provider: string): Promise<Session> {
     const previous = getCookie(c, this.cookieName);
-    if (previous) await this.sessions.destroy(previous);
+    if (previous) await this.endSession(previous);
     const { id, session } = await this.sessions.create({ userId: user._id, isAdmin: isAdmin(user), provider });
     this.setSessionCookie(c, id);
     return session;

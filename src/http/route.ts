@@ -88,8 +88,10 @@ const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
-// Handlers of routes declared `config.public` (and the 405 answers): `requireCaller` lets them through.
+// Handlers of routes declared `config.public`: `requireCaller` lets them through.
 const publicHandlers = new WeakSet<object>();
+// The 405 fallbacks match every method of a path, so they must not decide whether a path is public.
+const fallbackHandlers = new WeakSet<object>();
 const COMPOSED_HANDLER = '__COMPOSED_HANDLER'; // where Hono's `route()` keeps a wrapped sub-app handler
 
 function isPublicHandler(handler: object): boolean {
@@ -129,7 +131,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
     const methodNotAllowed = () => {
       throw new AppError(405, 'method_not_allowed', `Method not allowed; this path accepts ${allow}`, undefined, { Allow: allow });
     };
-    publicHandlers.add(methodNotAllowed);
+    fallbackHandlers.add(methodNotAllowed);
     app.all(path, methodNotAllowed);
   }
 }
@@ -143,10 +145,10 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
 export function requireCaller(appMiddleware: WeakSet<object>): MiddlewareHandler<AppEnv> {
   return async function requireCaller(c, next) {
     if (!c.get('authUser') && !c.get('workSession')) {
-      const routes = matchedRoutes(c).filter((r) => !appMiddleware.has(r.handler));
-      const guest = c.req.header('x-work-session-id') !== undefined;
-      // A guest header is checked by the route's own `authenticatedOrWorksession` hook, if it has one.
-      const open = routes.some((r) => isPublicHandler(r.handler) || (guest && guestAwareHooks.has(r.handler)));
+      const routes = matchedRoutes(c).filter((r) => !appMiddleware.has(r.handler) && !fallbackHandlers.has(r.handler));
+      // Routes with an `authenticatedOrWorksession` hook judge anonymous callers themselves (401
+      // `invalid_work_session` unless a valid work session is named).
+      const open = routes.some((r) => isPublicHandler(r.handler) || guestAwareHooks.has(r.handler));
       if (routes.length > 0 && !open) throw unauthenticatedError(c);
     }
     await next();

@@ -1,0 +1,160 @@
+// Child processes of the bench: started on free loopback ports, tracked, and killed when the bench
+// exits or is interrupted. Each Node child also preloads die-with-parent.ts, and redis-server runs
+// under guard.ts, so nothing outlives a bench that was SIGKILLed.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export const PROJECT_DIR = fileURLToPath(new URL('../../', import.meta.url));
+const DIE_WITH_PARENT = pathToFileURL(fileURLToPath(new URL('./die-with-parent.ts', import.meta.url))).href;
+const GUARD = fileURLToPath(new URL('./guard.ts', import.meta.url));
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A loopback port nothing listens on right now (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const live = new Set<ChildProcess>();
+let hooked = false;
+
+function killAll(signal: NodeJS.Signals) {
+  for (const child of live) child.kill(signal);
+}
+
+/** Kills every child on exit, Ctrl-C and SIGTERM (once). */
+function hookExit() {
+  if (hooked) return;
+  hooked = true;
+  process.on('exit', () => killAll('SIGKILL'));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`\nbench: ${signal}, stopping children\n`);
+      killAll('SIGKILL');
+      process.exit(130);
+    });
+  }
+}
+
+/** A minimal environment: nothing of the caller's (no MONGODB_URL, no CACHE_URL) leaks in. */
+export function baseEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG']) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
+}
+
+export interface Child {
+  readonly name: string;
+  readonly pid: number;
+  readonly process: ChildProcess;
+  /** The last 16 KB of stdout + stderr, for error messages. */
+  output(): string;
+  readonly running: boolean;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  name: string;
+  /** Program and arguments; `node` means this Node with tsx and die-with-parent preloaded. */
+  argv: string[];
+  env: Record<string, string>;
+  cwd?: string;
+}
+
+export function startChild(opts: StartOptions): Child {
+  hookExit();
+  const [program, ...args] = opts.argv;
+  if (!program) throw new Error('startChild: empty argv');
+  const command = program === 'node' ? process.execPath : program;
+  const fullArgs = program === 'node' ? ['--import', 'tsx', '--import', DIE_WITH_PARENT, ...args] : args;
+  const child = spawn(command, fullArgs, { cwd: opts.cwd ?? PROJECT_DIR, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(child);
+  let out = '';
+  const keep = (d: Buffer) => {
+    out = (out + d.toString('utf8')).slice(-16_384);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => {
+      live.delete(child);
+      resolve();
+    });
+    child.once('error', (err) => {
+      out += `\nspawn error: ${err.message}`;
+      live.delete(child);
+      resolve();
+    });
+  });
+  return {
+    name: opts.name,
+    pid: child.pid ?? -1,
+    process: child,
+    output: () => out,
+    get running() {
+      return child.exitCode === null && child.signalCode === null;
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** redis-server (under guard.ts) with no persistence, bound to loopback. */
+export function startRedisServer(port: number): Child {
+  return startChild({
+    name: 'redis-server',
+    argv: ['node', GUARD, 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+    env: baseEnv(),
+  });
+}
+
+/** Waits until `GET url` answers 200 (or throws with the child's output). */
+export async function waitHealthy(child: Child, url: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!child.running) throw new Error(`${child.name} exited before it was ready:\n${child.output()}`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`${child.name} did not answer ${url} within ${timeoutMs} ms:\n${child.output()}`);
+}
+
+function procStatus(pid: number, field: 'VmHWM' | 'VmRSS'): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const m = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status);
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Peak resident set size of a process in bytes (VmHWM: the kernel's high-water mark), or null when it is gone. */
+export const peakRss = (pid: number) => procStatus(pid, 'VmHWM');
+
+/** Current resident set size in bytes (VmRSS). */
+export const currentRss = (pid: number) => procStatus(pid, 'VmRSS');

@@ -1,0 +1,507 @@
+// `npm run bench` (`tsx bench/run.ts [options]`): svc and its peers side by side, in ONE run, on one
+// private Redis. Every stack runs as its own child process on a free loopback port; each is
+// measured twice in ABBA order (A B C ... C B A) with autocannon: a warm-up, then the measured run.
+// Redis is flushed and a fresh session made before every run; `INFO commandstats` before and after
+// the measured run gives the store commands per request. Then 100 concurrent logins hit svc while
+// its session route is under load. Prints a markdown table and writes bench/results/<date>.{md,json}.
+//
+// Options: --duration S (10)  --warmup S (3)  --connections N (50)  --logins N (100, 0 = skip)
+//          --only svc,lean,...  --note "text for the results file"  --cpu-prof svc,lean (profiles
+//          of those stacks, written to a temp dir when the bench ends)  --out DIR (bench/results)
+//          --svc-dir DIR (another svc checkout to measure as "svc", for before/after comparisons)
+//          --svc-env K=V (repeatable: extra environment for svc, e.g. UV_THREADPOOL_SIZE=2)
+import autocannon, { type Result } from 'autocannon';
+import { Redis } from 'ioredis';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { currentRss, freePort, peakRss, PROJECT_DIR, sleep, startRedisServer, type Child } from './lib/procs.ts';
+import { commandDelta, LatencyLog, mean, parseCommandStats, percentiles, round, type Percentiles } from './lib/stats.ts';
+import { postJson, STACKS, type RunningStack, type Stack, type StackContext } from './stacks.ts';
+
+const { values: opts } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '50' },
+    logins: { type: 'string', default: '100' },
+    only: { type: 'string' },
+    note: { type: 'string' },
+    'cpu-prof': { type: 'string' },
+    out: { type: 'string', default: 'bench/results' },
+    'svc-dir': { type: 'string' },
+    'svc-env': { type: 'string', multiple: true },
+  },
+  strict: true,
+});
+
+const DURATION = Number(opts.duration);
+const WARMUP = Number(opts.warmup);
+const CONNECTIONS = Number(opts.connections);
+const LOGINS = Number(opts.logins);
+const only = opts.only ? new Set(opts.only.split(',').map((s) => s.trim())) : null;
+const profiled = new Set((opts['cpu-prof'] ?? '').split(',').filter(Boolean));
+const began = performance.now();
+const elapsed = () => `${((performance.now() - began) / 1000).toFixed(0).padStart(4)}s`;
+const log = (msg: string) => process.stderr.write(`[${elapsed()}] ${msg}\n`);
+
+interface RunResult {
+  stack: string;
+  round: 1 | 2;
+  /** Position in the ABBA sequence (0-based). */
+  slot: number;
+  requests: number;
+  durationS: number;
+  reqPerSec: number;
+  latencyMs: Percentiles;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+  commands: Record<string, number>;
+  commandsPerRequest: number;
+  peakRssMB: number | null;
+}
+
+interface StackSummary {
+  id: string;
+  label: string;
+  description: string;
+  reqPerSec: number;
+  reqPerSecRuns: number[];
+  p50: number;
+  p99: number;
+  peakRssMB: number | null;
+  /** VmRSS once started, before any load. */
+  idleRssMB?: number | null;
+  commandsPerRequest: number;
+  commandsBreakdown: Record<string, number>;
+  failures: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function redisReady(url: string, child: Child): Promise<Redis> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    client.on('error', () => {}); // reported by connect() below
+    try {
+      await client.connect();
+      await client.ping();
+      return client;
+    } catch (err) {
+      client.disconnect();
+      if (!child.running || Date.now() > deadline) throw new Error(`redis-server did not start: ${(err as Error).message}\n${child.output()}`, { cause: err });
+      await sleep(100);
+    }
+  }
+}
+
+async function commandStats(redis: Redis): Promise<Record<string, number>> {
+  return parseCommandStats((await redis.info('commandstats')) as string);
+}
+
+function cannon(url: string, cookie: string | null, seconds: number, latencies?: LatencyLog) {
+  const instance = autocannon({ url, connections: CONNECTIONS, duration: seconds, headers: cookie ? { cookie } : {}, timeout: 10 });
+  if (latencies) instance.on('response', (_client, _status, _bytes, responseTime) => latencies.add(responseTime, performance.now()));
+  return instance;
+}
+
+async function get(url: string, cookie: string | null): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url, { headers: cookie ? { cookie } : {}, signal: AbortSignal.timeout(5000) });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: checks will fail
+  }
+  return { status: res.status, body };
+}
+
+/** The endpoint answers the session for `cookie`, and does not answer it without one. */
+async function verify(stack: Stack, url: string, cookie: string | null, anonymousToo: boolean): Promise<void> {
+  const ok = await get(url + stack.path, cookie);
+  if (ok.status !== 200 || !stack.check(ok.body)) {
+    throw new Error(`${stack.id}: GET ${stack.path} with the session answered ${ok.status} ${JSON.stringify(ok.body).slice(0, 300)}`);
+  }
+  if (anonymousToo && cookie) {
+    const anon = await get(url + stack.path, null);
+    if (anon.status === 200 && stack.check(anon.body)) throw new Error(`${stack.id}: GET ${stack.path} answers a session without a cookie`);
+  }
+}
+
+async function measure(stack: Stack, running: RunningStack, redis: Redis, round: 1 | 2, slot: number): Promise<RunResult> {
+  await redis.flushall();
+  const cookie = await stack.login(running.url);
+  await verify(stack, running.url, cookie, round === 1);
+  const target = running.url + stack.path;
+
+  const warm = await cannon(target, cookie, WARMUP);
+  if (warm.errors + warm.timeouts + warm.non2xx > 0) log(`  ${stack.id}: warm-up had ${warm.errors} errors, ${warm.timeouts} timeouts, ${warm.non2xx} non-2xx`);
+
+  const latencies = new LatencyLog();
+  const before = await commandStats(redis);
+  const result: Result = await cannon(target, cookie, DURATION, latencies);
+  const after = await commandStats(redis);
+  await verify(stack, running.url, cookie, false);
+
+  const commands = commandDelta(before, after);
+  const totalCommands = Object.values(commands).reduce((a, b) => a + b, 0);
+  const requests = result.requests.total;
+  const statusCodes: Record<string, number> = {};
+  for (const [code, { count }] of Object.entries(result.statusCodeStats)) statusCodes[code] = count;
+  const rss = peakRss(running.child.pid);
+  return {
+    stack: stack.id,
+    round,
+    slot,
+    requests,
+    durationS: result.duration,
+    reqPerSec: result.requests.average,
+    latencyMs: percentiles(latencies.between()),
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+    statusCodes,
+    commands,
+    commandsPerRequest: requests > 0 ? totalCommands / requests : NaN,
+    peakRssMB: rss === null ? null : rss / 2 ** 20,
+  };
+}
+
+interface LoginStorm {
+  logins: number;
+  loginsOk: number;
+  loginStatuses: Record<string, number>;
+  loginLatencyMs: Percentiles;
+  burstMs: number;
+  /** Session route during the burst. */
+  during: Percentiles & { reqPerSec: number };
+  /** Session route before the burst (after 1 s of load). */
+  before: Percentiles & { reqPerSec: number };
+  errors: number;
+  non2xx: number;
+  /** svc's VmHWM after the burst (argon2id takes 19 MiB per hash in flight). */
+  peakRssMB: number | null;
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+async function pool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await fn(items[i]!);
+      }
+    }),
+  );
+  return results;
+}
+
+/**
+ * `n` concurrent `POST /auth/login` (argon2id verifications) against svc while `GET /auth/session` is
+ * under load. Each login is a different user: svc lets at most 5 attempts per email+IP reach the
+ * password check at once (the rest get 429), so the users are created first (admin API, not timed).
+ */
+async function loginStorm(stack: Stack, running: RunningStack, redis: Redis, n: number): Promise<LoginStorm> {
+  await redis.flushall();
+  const adminCookie = await stack.login(running.url);
+  const password = 'storm-password-0123';
+  const emails = Array.from({ length: n }, (_, i) => `storm-${i}@example.com`);
+  await pool(emails, 4, async (email) => {
+    const res = await postJson(`${running.url}/auth/users`, { email, password }, { cookie: adminCookie ?? '' });
+    const text = await res.text();
+    if (res.status !== 201 && res.status !== 409) throw new Error(`POST /auth/users answered ${res.status}: ${text.slice(0, 200)}`);
+  });
+  const cookie = await stack.login(running.url);
+  await verify(stack, running.url, cookie, false);
+  const latencies = new LatencyLog();
+  const instance = cannon(running.url + stack.path, cookie, 60, latencies);
+  const loadStart = performance.now();
+  await sleep(3000);
+  const t0 = performance.now();
+  const logins = await Promise.all(
+    emails.map(async (email) => {
+      const started = performance.now();
+      try {
+        const res = await postJson(`${running.url}/auth/login`, { email, password });
+        await res.arrayBuffer();
+        return { status: String(res.status), ms: performance.now() - started };
+      } catch (err) {
+        return { status: (err as Error).name, ms: performance.now() - started };
+      }
+    }),
+  );
+  const t1 = performance.now();
+  await sleep(1000);
+  instance.stop();
+  const result = await instance;
+  const loginStatuses: Record<string, number> = {};
+  for (const l of logins) loginStatuses[l.status] = (loginStatuses[l.status] ?? 0) + 1;
+  const during = percentiles(latencies.between(t0, t1));
+  const before = percentiles(latencies.between(loadStart + 1000, t0));
+  const rss = peakRss(running.child.pid);
+  return {
+    logins: n,
+    loginsOk: loginStatuses['200'] ?? 0,
+    loginStatuses,
+    loginLatencyMs: percentiles(Float64Array.from(logins.map((l) => l.ms))),
+    burstMs: t1 - t0,
+    during: { ...during, reqPerSec: during.count / ((t1 - t0) / 1000) },
+    before: { ...before, reqPerSec: before.count / ((t0 - loadStart - 1000) / 1000) },
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    peakRssMB: rss === null ? null : rss / 2 ** 20,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function summarize(stack: Stack, runs: RunResult[]): StackSummary {
+  const breakdown: Record<string, number> = {};
+  const requests = runs.reduce((a, r) => a + r.requests, 0);
+  for (const r of runs) for (const [cmd, n] of Object.entries(r.commands)) breakdown[cmd] = (breakdown[cmd] ?? 0) + n;
+  for (const cmd of Object.keys(breakdown)) breakdown[cmd] = round(breakdown[cmd]! / requests, 3);
+  const rss = runs.map((r) => r.peakRssMB).filter((x): x is number => x !== null);
+  return {
+    id: stack.id,
+    label: stack.label,
+    description: stack.description,
+    reqPerSec: mean(runs.map((r) => r.reqPerSec)),
+    reqPerSecRuns: runs.map((r) => round(r.reqPerSec, 0)),
+    p50: mean(runs.map((r) => r.latencyMs.p50)),
+    p99: mean(runs.map((r) => r.latencyMs.p99)),
+    peakRssMB: rss.length ? Math.max(...rss) : null,
+    commandsPerRequest: mean(runs.map((r) => r.commandsPerRequest)),
+    commandsBreakdown: breakdown,
+    failures: runs.reduce((a, r) => a + r.errors + r.timeouts + r.non2xx, 0),
+  };
+}
+
+function gitInfo(dir: string): string {
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).stdout?.trim();
+  const dirty = spawnSync('git', ['status', '--porcelain', '--', 'src', 'routes'], { cwd: dir, encoding: 'utf8' }).stdout?.trim();
+  const where = dir === path.resolve(PROJECT_DIR) ? '' : ` (${dir})`;
+  return head ? `${head}${dirty ? ' + uncommitted changes in src/ or routes/' : ''}${where}` : `unknown${where}`;
+}
+
+const fmt = (x: number | null | undefined, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
+const ratio = (a: number | undefined, b: number | undefined) => (a && b ? a / b : NaN);
+
+function report(meta: Record<string, unknown>, summaries: StackSummary[], storm: LoginStorm | null, failed: { id: string; error: string }[]) {
+  const by = new Map(summaries.map((s) => [s.id, s]));
+  const svc = by.get('svc');
+  const lines: string[] = [];
+  lines.push(`# Session-stack benchmark, ${meta.date as string}`);
+  lines.push('');
+  if (meta.note) lines.push(`> **${meta.note as string}**`, '');
+  lines.push(
+    `${meta.connections as number} connections, ${meta.warmupS as number} s warm-up + ${meta.durationS as number} s measured per run, every stack twice in ABBA order; ` +
+      `one private redis-server (${meta.redis as string}), flushed before every run. Node ${meta.node as string}, ${meta.cpus as string}; ` +
+      `load average ${meta.loadStart as string} at start, ${meta.loadEnd as string} at the end. svc at ${meta.git as string}` +
+      `${Object.keys(meta.svcEnv as object).length ? `, with ${Object.entries(meta.svcEnv as object).map(([k, v]) => `${k}=${String(v)}`).join(' ')}` : ''}.`,
+  );
+  lines.push('');
+  lines.push('| stack | req/s (mean) | run 1 / run 2 | p50 ms | p99 ms | peak RSS MB (idle) | store cmds/req | errors + non-2xx |');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const s of summaries) {
+    lines.push(
+      `| ${s.label} | ${fmt(s.reqPerSec, 0)} | ${s.reqPerSecRuns.join(' / ')} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.peakRssMB, 0)} (${fmt(s.idleRssMB, 0)}) | ${fmt(s.commandsPerRequest)} | ${s.failures} |`,
+    );
+  }
+  for (const f of failed) lines.push(`| ${f.id} | not measured: ${f.error.split('\n')[0]!.slice(0, 120)} | | | | | | |`);
+  lines.push('');
+  lines.push('Store commands per request, by command (`INFO commandstats` delta / responses):');
+  lines.push('');
+  for (const s of summaries) {
+    const parts = Object.entries(s.commandsBreakdown).map(([cmd, n]) => `${cmd.toUpperCase()} ${n}`);
+    lines.push(`- ${s.label}: ${parts.length ? parts.join(', ') : 'none'}`);
+  }
+  lines.push('');
+  if (svc) {
+    const goals: [string, number, string, (x: number) => boolean][] = [
+      ['svc / express-session (req/s)', ratio(svc.reqPerSec, by.get('express')?.reqPerSec), '>= 4', (x) => x >= 4],
+      ['svc / @fastify/session (req/s)', ratio(svc.reqPerSec, by.get('fastify')?.reqPerSec), '>= 2', (x) => x >= 2],
+      ['svc / better-auth (req/s)', ratio(svc.reqPerSec, by.get('better-auth')?.reqPerSec), '>= 1.5', (x) => x >= 1.5],
+      ['svc / better-auth updateAge 0 (req/s)', ratio(svc.reqPerSec, by.get('better-auth-slide')?.reqPerSec), '(>= 1.5)', (x) => x >= 1.5],
+      ['svc / lean (req/s)', ratio(svc.reqPerSec, by.get('lean')?.reqPerSec), '>= 0.9', (x) => x >= 0.9],
+      ['p99 svc / lean', ratio(svc.p99, by.get('lean')?.p99), '<= 1.2', (x) => x <= 1.2],
+      ['svc / bare Hono (req/s)', ratio(svc.reqPerSec, by.get('bare')?.reqPerSec), '-', () => true],
+      ['svc store commands per request', svc.commandsPerRequest, '= 1', (x) => Math.abs(x - 1) < 0.01],
+      ['svc peak RSS MB (session runs)', svc.peakRssMB ?? NaN, '< 150', (x) => x < 150],
+    ];
+    if (storm) goals.push(['svc session p99 ms during the logins', storm.during.p99, '<= 50', (x) => x <= 50]);
+    lines.push('| measure | value | goal | |');
+    lines.push('|---|---:|---|---|');
+    for (const [name, value, goal, met] of goals) {
+      if (!Number.isFinite(value)) continue;
+      lines.push(`| ${name} | ${fmt(value)} | ${goal} | ${goal === '-' ? '' : met(value) ? 'met' : 'missed'} |`);
+    }
+    lines.push('');
+  }
+  if (storm) {
+    lines.push(
+      `**${storm.logins} concurrent logins (argon2id) against svc while \`GET /auth/session\` is under load (${meta.connections as number} connections):** ` +
+        `${storm.loginsOk}/${storm.logins} logins ok (${Object.entries(storm.loginStatuses).map(([k, v]) => `${k}: ${v}`).join(', ')}), ` +
+        `burst ${fmt(storm.burstMs / 1000)} s, login latency p50 ${fmt(storm.loginLatencyMs.p50, 0)} ms / max ${fmt(storm.loginLatencyMs.max, 0)} ms; ` +
+        `session route during the burst: p50 ${fmt(storm.during.p50)} ms, p99 ${fmt(storm.during.p99)} ms, max ${fmt(storm.during.max)} ms, ${fmt(storm.during.reqPerSec, 0)} req/s ` +
+        `(before it: p50 ${fmt(storm.before.p50)} ms, p99 ${fmt(storm.before.p99)} ms, ${fmt(storm.before.reqPerSec, 0)} req/s); ` +
+        `errors ${storm.errors}, non-2xx ${storm.non2xx}; svc peak RSS after it ${fmt(storm.peakRssMB, 0)} MB.`,
+    );
+    lines.push('');
+  }
+  lines.push('Stacks:');
+  lines.push('');
+  for (const s of STACKS) if (by.has(s.id)) lines.push(`- **${s.label}**: ${s.description}`);
+  lines.push('');
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');
+  const stacks = STACKS.filter((s) => !only || only.has(s.id));
+  if (stacks.length === 0) throw new Error(`--only matched no stack (ids: ${STACKS.map((s) => s.id).join(', ')})`);
+  const estimate = stacks.length * 2 * (WARMUP + DURATION + 1.5) + (LOGINS > 0 ? 12 : 0) + 20;
+  log(`stacks: ${stacks.map((s) => s.id).join(', ')}; about ${Math.ceil(estimate / 60)} min`);
+
+  const redisPort = await freePort();
+  const redisChild = startRedisServer(redisPort);
+  const redisUrl = `redis://127.0.0.1:${redisPort}`;
+  const redis = await redisReady(redisUrl, redisChild);
+  const redisVersion = /redis_version:(\S+)/.exec((await redis.info('server')) as string)?.[1] ?? '?';
+  log(`redis-server ${redisVersion} on port ${redisPort}`);
+
+  const profDir = profiled.size ? mkdtempSync(path.join(os.tmpdir(), 'svc-bench-prof-')) : '';
+  const ctx: StackContext = {
+    redisUrl,
+    nodeFlags: (id) => (profiled.has(id) ? ['--cpu-prof', '--cpu-prof-dir', path.join(profDir, id)] : []),
+    tempDirs: [],
+    svcDir: path.resolve(opts['svc-dir'] ?? PROJECT_DIR),
+    svcEnv: Object.fromEntries((opts['svc-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+  };
+
+  // Start every stack (in parallel); a stack that cannot start is reported, the others still run.
+  const started = await Promise.allSettled(stacks.map((s) => s.start(ctx)));
+  const running = new Map<string, RunningStack>();
+  const failed: { id: string; error: string }[] = [];
+  const idleRssMB = new Map<string, number | null>();
+  await sleep(1000); // let start-up work settle before reading the idle RSS
+  started.forEach((r, i) => {
+    const s = stacks[i]!;
+    if (r.status === 'fulfilled') {
+      running.set(s.id, r.value);
+      const rss = currentRss(r.value.child.pid);
+      idleRssMB.set(s.id, rss === null ? null : rss / 2 ** 20);
+    } else {
+      failed.push({ id: s.id, error: (r.reason as Error).message });
+      log(`${s.id} FAILED to start: ${(r.reason as Error).message}`);
+    }
+  });
+  log(`started: ${[...running.keys()].join(', ')}`);
+
+  const order = stacks.filter((s) => running.has(s.id));
+  const sequence = [...order, ...[...order].reverse()];
+  const runs: RunResult[] = [];
+  const seen = new Set<string>();
+  for (const [slot, stack] of sequence.entries()) {
+    const round = seen.has(stack.id) ? 2 : 1;
+    seen.add(stack.id);
+    try {
+      const r = await measure(stack, running.get(stack.id)!, redis, round, slot);
+      runs.push(r);
+      log(
+        `${stack.id.padEnd(18)} run ${round}: ${r.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${r.latencyMs.p50.toFixed(2)} ms  p99 ${r.latencyMs.p99.toFixed(2)} ms  ` +
+          `cmds/req ${r.commandsPerRequest.toFixed(2)}  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}  RSS ${fmt(r.peakRssMB, 0)} MB`,
+      );
+    } catch (err) {
+      log(`${stack.id} run ${round} FAILED: ${(err as Error).message}`);
+      if (!failed.some((f) => f.id === stack.id)) failed.push({ id: stack.id, error: (err as Error).message });
+    }
+    await sleep(500);
+  }
+
+  let storm: LoginStorm | null = null;
+  const svcStack = order.find((s) => s.id === 'svc');
+  if (svcStack && LOGINS > 0) {
+    try {
+      storm = await loginStorm(svcStack, running.get('svc')!, redis, LOGINS);
+      log(
+        `svc + ${LOGINS} concurrent logins: ${storm.loginsOk} ok in ${(storm.burstMs / 1000).toFixed(2)} s; session p99 ${storm.during.p99.toFixed(2)} ms ` +
+          `during (${storm.before.p99.toFixed(2)} ms before)`,
+      );
+    } catch (err) {
+      log(`login storm FAILED: ${(err as Error).message}`);
+    }
+  }
+
+  const summaries = order
+    .filter((s) => runs.some((r) => r.stack === s.id) && failed.every((f) => f.id !== s.id))
+    .map((s) => ({ ...summarize(s, runs.filter((r) => r.stack === s.id)), idleRssMB: idleRssMB.get(s.id) ?? null }));
+
+  // Stop everything (SIGTERM: svc shuts down gracefully, profiles get written).
+  await Promise.all([...running.values()].map((r) => r.child.stop()));
+  redis.disconnect();
+  await redisChild.stop();
+  for (const dir of ctx.tempDirs) rmSync(dir, { recursive: true, force: true });
+
+  const now = new Date();
+  const meta = {
+    date: now.toISOString(),
+    note: opts.note ?? null,
+    node: process.version,
+    cpus: `${os.cpus().length} x ${os.cpus()[0]?.model.trim() ?? '?'}`,
+    memGB: round(os.totalmem() / 2 ** 30, 1),
+    loadStart,
+    loadEnd: os.loadavg().map((x) => x.toFixed(2)).join(' '),
+    redis: redisVersion,
+    git: gitInfo(ctx.svcDir),
+    svcEnv: ctx.svcEnv,
+    connections: CONNECTIONS,
+    warmupS: WARMUP,
+    durationS: DURATION,
+    order: sequence.map((s) => s.id),
+    totalSeconds: round((performance.now() - began) / 1000, 0),
+  };
+  const markdown = report(meta, summaries, storm, failed);
+  process.stdout.write(`\n${markdown}\n`);
+
+  const outDir = path.resolve(PROJECT_DIR, opts.out ?? 'bench/results');
+  mkdirSync(outDir, { recursive: true });
+  const base = path.join(outDir, now.toISOString().slice(0, 19).replace(/:/g, '-'));
+  const rounded = (r: RunResult) => ({
+    ...r,
+    reqPerSec: round(r.reqPerSec, 1),
+    durationS: r.durationS,
+    latencyMs: Object.fromEntries(Object.entries(r.latencyMs).map(([k, v]) => [k, round(v, 3)])),
+    commandsPerRequest: round(r.commandsPerRequest, 4),
+    peakRssMB: r.peakRssMB === null ? null : round(r.peakRssMB, 1),
+  });
+  const json = {
+    meta,
+    summary: summaries.map((s) => ({ ...s, reqPerSec: round(s.reqPerSec, 1), p50: round(s.p50, 3), p99: round(s.p99, 3), peakRssMB: s.peakRssMB === null ? null : round(s.peakRssMB, 1), idleRssMB: s.idleRssMB == null ? null : round(s.idleRssMB, 1), commandsPerRequest: round(s.commandsPerRequest, 4) })),
+    runs: runs.map(rounded),
+    loginStorm: storm,
+    failed,
+  };
+  writeFileSync(`${base}.md`, `${markdown}\n`);
+  writeFileSync(`${base}.json`, `${JSON.stringify(json, null, 1)}\n`);
+  log(`wrote ${path.relative(PROJECT_DIR, base)}.md and .json in ${meta.totalSeconds} s`);
+  if (profDir) log(`CPU profiles in ${profDir}`);
+  if (failed.length) process.exitCode = 1;
+}
+
+main().then(
+  () => process.exit(),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1); // the exit hook kills the children
+  },
+);

@@ -1,0 +1,201 @@
+// The stacks under test: how each one starts (its own child process on a free loopback port, all on
+// the one bench Redis), how the bench gets a session cookie from it, and what a correct answer of
+// its authenticated endpoint looks like.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { baseEnv, freePort, startChild, waitHealthy, type Child } from './lib/procs.ts';
+
+export interface StackContext {
+  redisUrl: string;
+  /** Extra `node` flags per stack id (e.g. `--cpu-prof`). */
+  nodeFlags: (id: string) => string[];
+  /** Temp dirs to remove at the end. */
+  tempDirs: string[];
+  /** The svc checkout to start (`src/server.ts` in it): this one unless `--svc-dir` says otherwise. */
+  svcDir: string;
+  /** Extra environment for svc (`--svc-env K=V`), e.g. UV_THREADPOOL_SIZE. */
+  svcEnv: Record<string, string>;
+}
+
+export interface RunningStack {
+  child: Child;
+  url: string;
+}
+
+export interface Stack {
+  id: string;
+  /** Table label. */
+  label: string;
+  /** What is measured, for the README and the results file. */
+  description: string;
+  /** The measured GET path. */
+  path: string;
+  start(ctx: StackContext): Promise<RunningStack>;
+  /** A fresh session (after a FLUSHALL): the `Cookie` header to send, or null when no auth is involved. */
+  login(url: string): Promise<string | null>;
+  /** Whether a 200 body is the authenticated answer we expect. */
+  check(body: unknown): boolean;
+}
+
+const PEERS = path.join('bench', 'peers');
+
+/** `name=value` pairs of the Set-Cookie headers (cleared cookies left out), as a Cookie header. */
+function cookieHeader(res: Response): string {
+  const pairs: string[] = [];
+  for (const line of res.headers.getSetCookie()) {
+    const [pair, ...attrs] = line.split(';');
+    if (!pair || attrs.some((a) => /^\s*max-age=0\s*$/i.test(a))) continue;
+    const eq = pair.indexOf('=');
+    if (eq > 0 && pair.slice(eq + 1).trim() !== '') pairs.push(pair.trim());
+  }
+  return pairs.join('; ');
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    redirect: 'manual',
+    signal: AbortSignal.timeout(60_000),
+  });
+}
+
+/** Logs in with a JSON POST; `Origin` as a browser on the same origin would send it (better-auth requires one). */
+async function loginAt(url: string, body: unknown, origin?: string): Promise<string> {
+  const res = await postJson(url, body, origin ? { origin } : {});
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`POST ${url} answered ${res.status}: ${text.slice(0, 300)}`);
+  const cookie = cookieHeader(res);
+  if (!cookie) throw new Error(`POST ${url} set no cookie`);
+  return cookie;
+}
+
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;
+
+async function startPeer(ctx: StackContext, id: string, file: string, env: Record<string, string> = {}): Promise<RunningStack> {
+  const port = await freePort();
+  const child = startChild({
+    name: id,
+    argv: ['node', ...ctx.nodeFlags(id), path.join(PEERS, file)],
+    env: { ...baseEnv(), PORT: String(port), REDIS_URL: ctx.redisUrl, ...env },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitHealthy(child, `${url}/health`, 60_000);
+  return { child, url };
+}
+
+/** The login credentials svc's bootstrap admin gets (a random password per bench run). */
+export const svcAdmin = { email: 'bench-admin@example.com', password: randomBytes(18).toString('base64url') };
+
+const svc: Stack = {
+  id: 'svc',
+  label: 'svc',
+  description:
+    'The real service (`node --import tsx src/server.ts`), Redis store, embedded database, `LOG_LEVEL=warn`; ' +
+    '`GET /auth/session` with the cookie from `POST /auth/login` (sliding TTL: one GETEX).',
+  path: '/auth/session',
+  async start(ctx) {
+    const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-bench-app-'));
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-bench-data-'));
+    ctx.tempDirs.push(appRoot, dataDir);
+    mkdirSync(appRoot, { recursive: true });
+    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false } } }));
+    const port = await freePort();
+    const child = startChild({
+      name: 'svc',
+      argv: ['node', ...ctx.nodeFlags('svc'), 'src/server.ts'],
+      cwd: ctx.svcDir,
+      env: {
+        ...baseEnv(),
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        CACHE_URL: ctx.redisUrl,
+        LOG_LEVEL: 'warn',
+        SVC_APP_PATH: appRoot,
+        SVC_DATA_DIR: dataDir,
+        SVC_ADMIN_EMAIL: svcAdmin.email,
+        SVC_ADMIN_PASSWORD: svcAdmin.password,
+        ...ctx.svcEnv,
+      },
+    });
+    const url = `http://127.0.0.1:${port}`;
+    await waitHealthy(child, `${url}/health`, 60_000);
+    return { child, url };
+  },
+  login: (url) => loginAt(`${url}/auth/login`, svcAdmin),
+  check: (body) => isObject(body) && typeof body.userId === 'string' && typeof body.expiresAt === 'string',
+};
+
+const express: Stack = {
+  id: 'express',
+  label: 'express-session',
+  description: 'Express 5 + express-session + connect-redis 9 (node-redis 5), `rolling: true`, `resave: false`; `GET /session` returns the session user.',
+  path: '/session',
+  start: (ctx) => startPeer(ctx, 'express', 'express.ts'),
+  login: (url) => loginAt(`${url}/login`, {}),
+  check: (body) => isObject(body) && typeof body.userId === 'string',
+};
+
+const fastify: Stack = {
+  id: 'fastify',
+  label: '@fastify/session',
+  description: 'Fastify 5 + @fastify/cookie + @fastify/session + connect-redis 9 store (node-redis 5), `rolling: true`; `GET /session`.',
+  path: '/session',
+  start: (ctx) => startPeer(ctx, 'fastify', 'fastify.ts'),
+  login: (url) => loginAt(`${url}/login`, {}),
+  check: (body) => isObject(body) && typeof body.userId === 'string',
+};
+
+function betterAuth(id: string, label: string, updateAge: string | undefined, what: string): Stack {
+  const user = { email: 'bench@example.com', password: 'bench-password-123', name: 'Bench' };
+  let signedUp = false;
+  return {
+    id,
+    label,
+    description: `better-auth on Hono, ioredis as \`secondaryStorage\`, memory adapter for users; \`GET /api/auth/get-session\`. ${what}`,
+    path: '/api/auth/get-session',
+    start: (ctx) => startPeer(ctx, id, 'better-auth.ts', updateAge === undefined ? {} : { BA_UPDATE_AGE: updateAge }),
+    async login(url) {
+      if (!signedUp) {
+        signedUp = true;
+        return loginAt(`${url}/api/auth/sign-up/email`, user, url);
+      }
+      return loginAt(`${url}/api/auth/sign-in/email`, { email: user.email, password: user.password }, url);
+    },
+    check: (body) => isObject(body) && isObject(body.session) && isObject(body.user),
+  };
+}
+
+const lean: Stack = {
+  id: 'lean',
+  label: 'lean (Hono+ioredis)',
+  description: 'bench/peers/lean.ts: bare Hono + @hono/node-server + ioredis; cookie -> SHA-256 -> one `GETEX key EX ttl` -> JSON record.',
+  path: '/session',
+  start: (ctx) => startPeer(ctx, 'lean', 'lean.ts'),
+  login: (url) => loginAt(`${url}/login`, {}),
+  check: (body) => isObject(body) && typeof body.userId === 'string',
+};
+
+const bare: Stack = {
+  id: 'bare',
+  label: 'bare Hono (no auth)',
+  description: 'bench/peers/hono-bare.ts: a Hono route returning a static JSON object; no cookie, no store (the ceiling).',
+  path: '/session',
+  start: (ctx) => startPeer(ctx, 'bare', 'hono-bare.ts'),
+  login: async () => null,
+  check: (body) => isObject(body) && typeof body.userId === 'string',
+};
+
+/** In ABBA order the list is run forwards, then backwards. */
+export const STACKS: Stack[] = [
+  svc,
+  express,
+  fastify,
+  betterAuth('better-auth', 'better-auth', undefined, 'Its default `updateAge` (1 day): within a run the session is only read, its expiry does not move.'),
+  betterAuth('better-auth-slide', 'better-auth (updateAge 0)', '0', '`session.updateAge: 0`: every request slides the expiry (rewrites the session and its user index).'),
+  lean,
+  bare,
+];

@@ -74,6 +74,22 @@ function failOnIssues(result: { success: boolean; issues?: readonly v.BaseIssue<
   throw validationFailed(details, summary(details));
 }
 
+/**
+ * Query validation; a request without a query string reuses the one result of validating `{}`
+ * (most GETs carry none, and the route still sees its defaults).
+ */
+function queryValidator(schema: AnySchema): MiddlewareHandler<AppEnv> {
+  const validate = vValidator('query', schema, failOnIssues);
+  const empty = v.safeParse(schema, {});
+  return (c, next) => {
+    if (empty.success && !c.req.url.includes('?')) {
+      c.req.addValidatedData('query', { ...(empty.output as Record<string, unknown>) });
+      return next();
+    }
+    return validate(c as never, next);
+  };
+}
+
 /** Refuses a body that is not JSON before validation sees it: 415, or 400 `invalid_json`. */
 const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   const type = c.req.header('content-type') ?? '';
@@ -110,7 +126,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
     chain.push(...[route.onRequest ?? []].flat());
     const { body, query, params } = route.schema as RouteSchema<AnySchema | undefined, AnySchema | undefined, AnySchema | undefined>;
     if (params) chain.push(vValidator('param', params, failOnIssues));
-    if (query) chain.push(vValidator('query', query, failOnIssues));
+    if (query) chain.push(queryValidator(query));
     if (body) chain.push(jsonBody, vValidator('json', body, failOnIssues));
     const handler = (c: Context<AppEnv>) => {
       const req = c.req as unknown as { valid(target: string): unknown };

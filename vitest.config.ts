@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
     include: ['test/**/*.test.ts', 'plugins/**/*.test.ts', 'src/**/*.test.ts'],
+    // Soak, outages under load and hostile input: `npm run test:resilience` (CI runs both).
+    exclude: ['test/resilience/**', '**/node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     // Suites share one Redis (each under its own key prefix) and one MongoDB test server.

@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+/** `npm run test:resilience`: long-running suites (soak, outages under load, hostile input), one file at a time. */
+export default defineConfig({
+  test: {
+    globalSetup: ['test/support/global-setup.ts'],
+    include: ['test/resilience/**/*.test.ts'],
+    testTimeout: 180_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    // Load tests measure latency: never two at once on a 2-core machine.
+    fileParallelism: false,
+  },
+});

@@ -3,27 +3,15 @@
 // under guard.ts, so nothing outlives a bench that was SIGKILLed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const PROJECT_DIR = fileURLToPath(new URL('../../', import.meta.url));
 const DIE_WITH_PARENT = pathToFileURL(fileURLToPath(new URL('./die-with-parent.ts', import.meta.url))).href;
 const GUARD = fileURLToPath(new URL('./guard.ts', import.meta.url));
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** A loopback port nothing listens on right now (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+// One way to find a port and to wait, shared with the test suites.
+export { freePort, sleep } from '../../test/support/spawn.ts';
+import { sleep } from '../../test/support/spawn.ts';
 
 const live = new Set<ChildProcess>();
 let hooked = false;

@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import { OAuthFlowError } from '../../src/auth/oauth/client.ts';
 import { RETURN_TO_CSRF_COOKIE } from '../../src/auth/oauth/flow.ts';
 import { AppError } from '../../src/http/errors.ts';
+import type { AppEnv } from '../../src/http/env.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 
@@ -82,6 +83,20 @@ export const returnTo = ({ auth, config }: ServerInstance) =>
     },
   });
 
+/** Runs one step of the browser's OAuth journey: 302 to where it leads, or to `/?auth_error=`. */
+function redirectStep(instance: ServerInstance, step: (c: Context<AppEnv>, providerId: string) => Promise<string>) {
+  return async (c: Context<AppEnv>) => {
+    const providerId = c.req.param('provider') ?? '';
+    try {
+      if (!PROVIDER_ID.test(providerId)) throw new OAuthFlowError('provider_not_found', 'malformed provider id');
+      c.header('Cache-Control', 'no-store');
+      return c.redirect(await step(c, providerId), 302);
+    } catch (err) {
+      return failure(c, err, instance);
+    }
+  };
+}
+
 /** `GET /auth/oauth/:provider`: 302 to the provider's authorize URL. */
 export const oauthStart = (instance: ServerInstance) =>
   defineRoute({
@@ -89,16 +104,7 @@ export const oauthStart = (instance: ServerInstance) =>
     path: '/auth/oauth/:provider',
     config: { public: true },
     schema: { summary: 'Start an OAuth login (redirects to the provider)', tags },
-    handler: async (c) => {
-      const providerId = c.req.param('provider') ?? '';
-      try {
-        if (!PROVIDER_ID.test(providerId)) throw new OAuthFlowError('provider_not_found', 'malformed provider id');
-        c.header('Cache-Control', 'no-store');
-        return c.redirect(await instance.auth.oauth.start(c, providerId), 302);
-      } catch (err) {
-        return failure(c, err, instance);
-      }
-    },
+    handler: redirectStep(instance, (c, providerId) => instance.auth.oauth.start(c, providerId)),
   });
 
 /** `GET /auth/oauth/:provider/callback`: 302 to the stored path with the session cookie, or to `/?auth_error=`. */
@@ -108,14 +114,5 @@ export const oauthCallback = (instance: ServerInstance) =>
     path: '/auth/oauth/:provider/callback',
     config: { public: true },
     schema: { summary: 'OAuth callback (the provider redirects here)', tags },
-    handler: async (c) => {
-      const providerId = c.req.param('provider') ?? '';
-      try {
-        if (!PROVIDER_ID.test(providerId)) throw new OAuthFlowError('provider_not_found', 'malformed provider id');
-        c.header('Cache-Control', 'no-store');
-        return c.redirect(await instance.auth.oauth.callback(c, providerId), 302);
-      } catch (err) {
-        return failure(c, err, instance);
-      }
-    },
+    handler: redirectStep(instance, (c, providerId) => instance.auth.oauth.callback(c, providerId)),
   });

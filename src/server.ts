@@ -9,7 +9,9 @@ import { openDatabase, type Database } from './db/index.ts';
 import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { applySeeds, loadPlugins, type LoadedPlugin } from './plugins/loader.ts';
+import { applySeeds, loadPlugins } from './plugins/loader.ts';
+import type { Hono } from 'hono';
+import type { AppEnv } from './http/env.ts';
 import { Stores } from './store/index.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
@@ -17,6 +19,13 @@ export async function buildInstance(config: Config, logger: Logger, stores: Stor
   const events = createEvents(logger);
   const auth = await Auth.create(config, stores, db, logger);
   return { config, logger, stores, store: stores.instance('cache'), db, auth, on: events.on, emit: events.emit };
+}
+
+/** Loads the plugins, applies their seeds and builds the app (start-up and tests alike). */
+export async function appWithPlugins(instance: ServerInstance): Promise<Hono<AppEnv>> {
+  const plugins = await loadPlugins(instance);
+  await applySeeds(instance, plugins);
+  return createApp(instance, plugins);
 }
 
 export interface RunningServer {
@@ -45,17 +54,15 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     throw err;
   }
   let instance: ServerInstance;
-  let plugins: LoadedPlugin[];
+  let app: Hono<AppEnv>;
   try {
     instance = await buildInstance(config, log, stores, db);
     await ensureAdmin(instance.auth.users, config, db.kind, log);
-    plugins = await loadPlugins(instance);
-    await applySeeds(instance, plugins);
+    app = await appWithPlugins(instance);
   } catch (err) {
     await Promise.allSettled([stores.close(), db.close()]);
     throw err;
   }
-  const app = createApp(instance, plugins);
 
   const server: ServerType = await new Promise((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: config.env.port, hostname: config.env.host }, () => resolve(s));

@@ -206,6 +206,17 @@ export class Auth {
     return this.workSessions.authenticatedOrWorksession(pluginKey);
   }
 
+  /**
+   * Writes `settings.<integration>` of a user: the one user field plugins own (core never writes it).
+   * `integration` is the plugin's key; `undefined` removes the entry.
+   */
+  async setUserSettings(userId: string, integration: string, value: unknown): Promise<void> {
+    if (!/^[a-z0-9_]+$/.test(integration)) throw new Error(`settings key "${integration}" must be a plugin key`);
+    const field = `settings.${integration}`;
+    const update = value === undefined ? { $unset: { [field]: true as const } } : { $set: { [field]: value } };
+    if (!(await this.users.users.updateOne({ _id: userId }, update))) throw new AppError(404, 'not_found', 'No user with this id');
+  }
+
   /** Adds a resolver to the `can()` chain; resolvers run in registration order. */
   registerPermissionResolver(resolver: PermissionResolver): void {
     this.resolvers.push(resolver);

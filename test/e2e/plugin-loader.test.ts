@@ -57,6 +57,34 @@ describe('plugin loader', () => {
     await expect(createTestApp({ config: { plugins: ['@acme/not-installed'] }, env: { SVC_APP_PATH: root } })).rejects.toThrow(/plugin "@acme\/not-installed"/);
   });
 
+  it('seeds a plugin exports are upserted by _id at start-up', async () => {
+    const root = appWith({
+      'plugins/acme__seeded/index.js': `${okPlugin}export const seeds = {
+  compositions: [{ _id: 'acmeHome', pathname: { default: 'acme-home' }, widgetsLayout: [] }],
+  interactionLinks: [{ _id: 'acmeHomeLink', composition: 'acmeHome', slotType: 'page', isLandingPage: false }],
+};\n`,
+    });
+    const t = await createTestApp({ env: { SVC_APP_PATH: root } });
+    const compositions = await t.instance.db.collection('svc__core-composition');
+    expect(await compositions.findOne({ _id: 'acmeHome' })).toMatchObject({ pathname: { default: 'acme-home' } });
+    expect(await (await t.instance.db.collection('svc__core-interactionlink')).findOne({ _id: 'acmeHomeLink' })).toMatchObject({ composition: 'acmeHome' });
+    await t.close();
+  });
+
+  it('plugins write settings.<integration> of a user through the auth API; core never does', async () => {
+    const t = await createTestApp();
+    const u = await t.createUser();
+    await t.instance.auth.setUserSettings(u.id, 'acme__notes', { theme: 'dark' });
+    await t.instance.auth.setUserSettings(u.id, 'other_plugin', 1);
+    await t.instance.auth.setUserSettings(u.id, 'other_plugin', undefined);
+    const c = t.client();
+    await c.login(u.email, u.password);
+    expect((await (await c.fetch('/auth/session?expand=user')).json()).user.settings).toEqual({ acme__notes: { theme: 'dark' } });
+    await expect(t.instance.auth.setUserSettings(u.id, 'Bad.Key', 1)).rejects.toThrow(/must be a plugin key/);
+    await expect(t.instance.auth.setUserSettings('no-such-user', 'acme__notes', 1)).rejects.toMatchObject({ code: 'not_found' });
+    await t.close();
+  });
+
   it('app plugins are mounted beside the bundled ones', async () => {
     const root = appWith({ 'plugins/acme__ping/index.js': okPlugin });
     const t = await createTestApp({ env: { SVC_APP_PATH: root } });

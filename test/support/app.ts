@@ -2,14 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import type { Database } from '../../src/db/index.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 import { createLogger } from '../../src/logger.ts';
-import { loadPlugins } from '../../src/plugins/loader.ts';
-import { buildInstance } from '../../src/server.ts';
+import { appWithPlugins, buildInstance } from '../../src/server.ts';
 import { Stores } from '../../src/store/index.ts';
 
 export interface TestAppOptions {
@@ -57,7 +55,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const stores = await Stores.open(config, logger);
   const db = opts.db ?? EmbeddedDatabase.inMemory();
   const instance = await buildInstance(config, logger, stores, db);
-  const app = createApp(instance, await loadPlugins(instance));
+  const app = await appWithPlugins(instance);
   const fetch = (p: string, init?: RequestInit) => Promise.resolve(app.request(p, init));
 
   const client = (): TestClient => {

@@ -65,14 +65,13 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   }
 
   const server: ServerType = await new Promise((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: config.env.port, hostname: config.env.host }, () => resolve(s));
+    // Slow clients (slowloris) cannot hold sockets: headers within 10 s, a whole request within
+    // 30 s, checked every second (Node's default check runs every 30 s).
+    const serverOptions = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
+    const s = serve({ fetch: app.fetch, port: config.env.port, hostname: config.env.host, serverOptions }, () => resolve(s));
     s.once('error', reject);
   });
-  // Slow clients (slowloris) cannot hold sockets: headers within 10 s, a whole request within 30 s.
   const http = server as import('node:http').Server;
-  http.headersTimeout = 10_000;
-  http.requestTimeout = 30_000;
-  http.keepAliveTimeout = 5_000;
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.env.host.includes(':') ? `[${config.env.host}]` : config.env.host}:${port}`;
   log.info({ url, store: stores.all().map((s) => s.name), db: db.kind }, `svc listening on ${url}`);

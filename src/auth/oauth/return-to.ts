@@ -28,5 +28,7 @@ export function safeReturnPath(value: unknown): string {
     return '/';
   }
   if (url.origin !== BASE) return '/';
-  return `${url.pathname}${url.search}${url.hash}`;
+  const path = `${url.pathname}${url.search}${url.hash}`;
+  // Normalizing can itself produce a protocol-relative path: `/.//evil` becomes `//evil`.
+  return /^\/[/\\]/.test(path) ? '/' : path;
 }

@@ -77,6 +77,11 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   log.info({ url, store: stores.all().map((s) => s.name), db: db.kind }, `svc listening on ${url}`);
 
   let closing: Promise<void> | undefined;
+  // Once shutting down, every response tells keep-alive clients to close: requests they would send
+  // on the old connection would otherwise race the socket's end (a reset).
+  http.prependListener('request', (_req, res) => {
+    if (closing) res.setHeader('Connection', 'close');
+  });
   const close = () =>
     (closing ??= (async () => {
       log.info('shutting down: finishing in-flight requests');

@@ -30,7 +30,14 @@ export const login = ({ auth, config }: ServerInstance) =>
     handler: async (c, { body }) => {
       const ip = clientIp(c, config.server.trustProxy);
       await auth.loginLimit.check(body.email, ip);
-      const user = await auth.users.checkPassword(body.email, body.password);
+      let user;
+      try {
+        user = await auth.users.checkPassword(body.email, body.password);
+      } catch (err) {
+        // The database is down: this attempt proved nothing, so it must not lock the user out.
+        await auth.loginLimit.release(body.email, ip).catch(() => {});
+        throw err;
+      }
       if (!user) {
         await auth.loginLimit.fail(body.email, ip);
         throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');

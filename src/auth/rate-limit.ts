@@ -45,6 +45,11 @@ export class LoginRateLimit {
     await this.store.incr(this.keys('', ip).ip, WINDOW);
   }
 
+  /** An attempt that could not be judged (store or database down) does not count. */
+  async release(email: string, ip: string): Promise<void> {
+    await this.store.decr(this.keys(email, ip).pair);
+  }
+
   /** A successful login clears its email+IP counter (the per-IP one keeps counting). */
   async succeed(email: string, ip: string): Promise<void> {
     await this.store.del(this.keys(email, ip).pair);

@@ -21,7 +21,12 @@ function translate(err: unknown, collection: string): unknown {
     return err.code === 11000 ? new DuplicateKeyError(collection, err) : err;
   }
   // Network, server selection, pool and topology errors: the server is out of reach.
-  if (err instanceof Error && /^Mongo(Network|ServerSelection|NotConnected|TopologyClosed|PoolCleared|NetworkTimeout|OperationTimeout)/.test(err.name)) {
+  const socketGone = ['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END'];
+  if (
+    err instanceof Error &&
+    (/^Mongo(Network|ServerSelection|NotConnected|TopologyClosed|PoolCleared|NetworkTimeout|OperationTimeout)/.test(err.name) ||
+      socketGone.includes((err as { code?: string }).code ?? ''))
+  ) {
     return new UnavailableError('db', err);
   }
   return err;
@@ -96,11 +101,11 @@ export class MongoDatabase implements Database {
   static async connect(url: string): Promise<MongoDatabase> {
     let client: MongoClient;
     try {
-      // Every operation, server selection included, gives up after 1.9 s (client-side operation
+      // Every operation, server selection included, gives up after 1.5 s (client-side operation
       // timeout), so a dead or frozen server costs a request 503 within 2 s, never a hang.
       client = new MongoClient(url, {
-        timeoutMS: 1900,
-        serverSelectionTimeoutMS: 1500,
+        timeoutMS: 1500,
+        serverSelectionTimeoutMS: 1200,
         connectTimeoutMS: 2000,
         heartbeatFrequencyMS: 2000,
         ignoreUndefined: true,

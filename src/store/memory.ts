@@ -97,6 +97,14 @@ export class MemoryStore implements Store {
     return next;
   }
 
+  async decr(key: string) {
+    const current = this.string(key);
+    if (current === null) return 0;
+    const next = Number.parseInt(current, 10) - 1;
+    this.data.get(key)!.value = String(next);
+    return next;
+  }
+
   async sAdd(key: string, members: string[], ttl?: number) {
     let set = this.set_(key);
     if (!set) {

@@ -135,6 +135,11 @@ export class RedisStore implements Store {
     });
   }
 
+  decr(key: string) {
+    // One key, atomic: DECR alone would create a counter without TTL when the key just expired.
+    return this.run(async () => Number(await this.client.eval("if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0", 1, key)));
+  }
+
   sAdd(key: string, members: string[], ttl?: number) {
     return this.run(async () => {
       if (members.length === 0) return;

@@ -31,6 +31,8 @@ export interface Store {
   ttl(key: string): Promise<number>;
   /** Increments a counter; a new counter expires after `ttl` seconds (fixed window). */
   incr(key: string, ttl: number): Promise<number>;
+  /** Decrements an existing counter, keeping its TTL; a missing key stays missing (returns 0). */
+  decr(key: string): Promise<number>;
   /** Adds members to a set; with `ttl`, (re)sets the set's expiry. */
   sAdd(key: string, members: string[], ttl?: number): Promise<void>;
   sRem(key: string, members: string[]): Promise<void>;

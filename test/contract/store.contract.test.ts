@@ -98,6 +98,16 @@ function storeContract(name: string, open: () => Promise<Store>) {
       expect(await store.incr(`${p}n`, 1)).toBe(1);
     });
 
+    it('decr takes back an increment, keeps the TTL, and never creates a key', async () => {
+      await ready;
+      expect(await store.decr(`${p}absent`)).toBe(0);
+      expect(await store.get(`${p}absent`)).toBeNull();
+      await store.incr(`${p}c`, 100);
+      await store.incr(`${p}c`, 100);
+      expect(await store.decr(`${p}c`)).toBe(1);
+      expect(await store.ttl(`${p}c`)).toBeGreaterThan(98);
+    });
+
     it('sets: add, remove, list; an emptied set is gone; the TTL applies to the set', async () => {
       await ready;
       await store.sAdd(`${p}s`, ['a', 'b', 'c']);

@@ -29,6 +29,8 @@ export function safeReturnPath(value: unknown): string {
   }
   if (url.origin !== BASE) return '/';
   const path = `${url.pathname}${url.search}${url.hash}`;
-  // Normalizing can itself produce a protocol-relative path: `/.//evil` becomes `//evil`.
-  return /^\/[/\\]/.test(path) ? '/' : path;
+  // Normalizing can itself produce a protocol-relative path (`/.//evil` -> `//evil`) or an encoded
+  // one (`/./%2fevil` -> `/%2fevil`): the result must pass these checks on its own.
+  if (/^\/[/\\]/.test(path)) return '/';
+  return path === value || safeReturnPath(path) === path ? path : '/';
 }

@@ -170,6 +170,7 @@ export class RedisStore implements Store {
   }
 
   async close() {
+    this.down = true; // a deliberate close is not an outage: nothing to log
     try {
       await this.client.quit();
     } catch {

@@ -102,7 +102,8 @@ const svc: Stack = {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-bench-data-'));
     ctx.tempDirs.push(appRoot, dataDir);
     mkdirSync(appRoot, { recursive: true });
-    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false } } }));
+    // trustProxy: the login storm speaks for many clients through X-Forwarded-For (per-IP login limits).
+    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false } }, server: { trustProxy: 1 } }));
     const port = await freePort();
     const child = startChild({
       name: 'svc',

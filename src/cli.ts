@@ -73,7 +73,7 @@ async function createUser(args: string[]): Promise<number> {
   const db = await openDatabase(config, logger);
   try {
     const users = await UserService.open(db);
-    const user = await users.create({ email: email.output, password, isAdmin: values.admin, firstname: values.firstname, lastname: values.lastname });
+    const user = await users.create({ email: email.output, password, isAdmin: values.admin, firstname: values.firstname, lastname: values.lastname, createdVia: 'cli' });
     process.stdout.write(`created user ${user.email} (id ${user._id})${values.admin ? ' with the ADMIN tag' : ''}\n`);
     return 0;
   } finally {

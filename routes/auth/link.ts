@@ -6,17 +6,20 @@ import type { ServerInstance } from '../../src/instance.ts';
 const tags = ['oauth'];
 const noPendingLink = () => new AppError(404, 'no_pending_link', 'There is no pending account link for you');
 
-/** `GET /auth/link/confirm`: the pending link of the logged-in user (CONTRACT section 5). */
+/**
+ * `GET /auth/link/confirm`: the pending link of the logged-in user (CONTRACT section 5), only in the
+ * browser that ran that OAuth flow; with the identity's account id and display name to recognise it.
+ */
 export const getPendingLink = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'GET',
     path: '/auth/link/confirm',
     onRequest: auth.authenticate(),
-    schema: { summary: 'The pending OAuth account link', tags },
+    schema: { summary: 'The pending OAuth account link', description: 'Only in the browser that ran the OAuth flow (cookie `svc_pending_link`), and only for the user the identity claims to be.', tags },
     handler: async (c) => {
-      const pending = await auth.oauth.pendingLink(c.get('authUser')!.userId);
+      const pending = await auth.oauth.pendingLink(c, c.get('authUser')!.userId);
       if (!pending) throw noPendingLink();
-      return c.json({ provider: pending.provider, email: pending.email, expiresAt: pending.expiresAt });
+      return c.json({ provider: pending.provider, email: pending.email, expiresAt: pending.expiresAt, providerAccountId: pending.providerAccountId, name: pending.name });
     },
   });
 
@@ -29,7 +32,7 @@ export const confirmLink = ({ auth }: ServerInstance) =>
     schema: { summary: 'Confirm the pending OAuth account link', tags },
     handler: async (c) => {
       try {
-        const pending = await auth.oauth.confirmLink(c.get('authUser')!.userId);
+        const pending = await auth.oauth.confirmLink(c, c.get('authUser')!.userId);
         if (!pending) throw noPendingLink();
         return c.json({ linked: { provider: pending.provider, providerAccountId: pending.providerAccountId } });
       } catch (err) {
@@ -47,7 +50,7 @@ export const declineLink = ({ auth }: ServerInstance) =>
     onRequest: auth.authenticate(),
     schema: { summary: 'Decline the pending OAuth account link', tags },
     handler: async (c) => {
-      await auth.oauth.declineLink(c.get('authUser')!.userId);
+      await auth.oauth.declineLink(c, c.get('authUser')!.userId);
       return c.body(null, 204);
     },
   });

@@ -34,17 +34,20 @@ export const login = ({ auth, config }: ServerInstance) =>
       try {
         user = await auth.users.checkPassword(body.email, body.password);
       } catch (err) {
-        // The database is down: this attempt proved nothing, so it must not lock the user out.
+        // The database is down or the server too busy: this attempt proved nothing, so it must not lock anybody out.
         await auth.loginLimit.release(body.email, ip).catch(() => {});
         throw err;
       }
+      // A failure stays counted: `check` took the attempt before the password was verified.
       if (!user) {
-        await auth.loginLimit.fail(body.email, ip);
         throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
       }
       await auth.loginLimit.succeed(body.email, ip);
-      const session = await auth.login(c, user, 'password');
-      const { id, email, firstname, lastname, isAdmin } = toPublicUser(user);
+      // The password checked was this hash: a password changed meanwhile refuses the login (finding 3).
+      const started = await auth.login(c, user, 'password', (fresh) => fresh.passwordHash === user.passwordHash);
+      if (!started) throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
+      const { session } = started;
+      const { id, email, firstname, lastname, isAdmin } = toPublicUser(started.user);
       return c.json({ user: { id, email, firstname, lastname, isAdmin }, expiresAt: iso(session.expiresAt) });
     },
   });

@@ -37,7 +37,7 @@ export const createUser = ({ auth }: ServerInstance) =>
     config: { type: 'dataCreate' },
     schema: { summary: 'Create a user (admin)', tags, body: createBody },
     handler: async (c, { body }) => {
-      const user = await auth.users.create({ ...body, email_verified: false });
+      const user = await auth.users.create({ ...body, email_verified: false, createdVia: 'admin' });
       return c.json(toPublicUser(user), 201);
     },
   });

@@ -20,7 +20,7 @@ export async function ensureAdmin(users: UserService, config: Config, dbKind: st
       await users.users.updateOne({ _id: existing._id }, { $addToSet: { tags: ADMIN_TAG } });
       logger.warn({ email: existing.email }, 'no admin existed: the existing user named by SVC_ADMIN_EMAIL is now an admin (password unchanged)');
     } else {
-      await users.create({ email: adminEmail, password: adminPassword, isAdmin: true, email_verified: true });
+      await users.create({ email: adminEmail, password: adminPassword, isAdmin: true, email_verified: true, createdVia: 'bootstrap' });
       logger.info({ email: adminEmail }, 'bootstrap admin created from SVC_ADMIN_EMAIL');
     }
     return;
@@ -31,7 +31,7 @@ export async function ensureAdmin(users: UserService, config: Config, dbKind: st
   }
   const email = adminEmail ?? 'admin@localhost';
   const password = randomBytes(18).toString('base64url');
-  await users.create({ email, password, isAdmin: true, email_verified: true });
+  await users.create({ email, password, isAdmin: true, email_verified: true, createdVia: 'bootstrap' });
   // Printed once, on purpose (CONTRACT section 1): the only way to learn it. Change it after login.
   logger.warn({ email }, `bootstrap admin created: email ${email} password ${password} (shown once; change it with PATCH /auth/users/:id)`);
 }

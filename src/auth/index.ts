@@ -37,7 +37,6 @@ export function unauthenticatedError(c: Context): AppError {
 export class Auth {
   readonly loginLimit: LoginRateLimit;
   private readonly resolvers: PermissionResolver[] = [];
-  private readonly sessionEndListeners: ((sid: string) => Promise<void>)[] = [];
 
   /** Work sessions: guest access (CONTRACT sections 4 and 6). */
   readonly workSessions: WorkSessions;
@@ -59,6 +58,7 @@ export class Auth {
     this.accounts = parts.accounts;
     this.oauth = new OAuthFlow(config, parts.stores, parts.providers, parts.accounts, this, parts.logger);
     this.onSessionEnd((sid) => this.oauth.deleteBlobsOfSession(sid));
+    this.cookieName = config.auth.cookie.hostPrefix ? `__Host-${config.auth.cookie.name}` : config.auth.cookie.name;
   }
 
   static async create(config: Config, stores: Stores, db: Database, logger: Logger): Promise<Auth> {
@@ -66,7 +66,7 @@ export class Auth {
     const users = await UserService.open(db);
     const providers = await ProviderService.open(db, config);
     if (!providers.secrets.encrypts) {
-      logger.warn('SVC_SECRET_ENCRYPTION_KEY is not set: OAuth client secrets are stored unencrypted in the database');
+      logger.warn('SVC_SECRET_ENCRYPTION_KEY is not set: OAuth client secrets (database) and provider token blobs (store) are kept unencrypted');
     }
     const accounts = await AccountLinks.open(db, users);
     const workSessions = await WorkSessions.open(db);
@@ -93,78 +93,120 @@ export class Auth {
     return this.oauth.deleteTokenBlob(namespace, sid, storeInstance);
   }
 
-  get cookieName(): string {
-    return this.config.auth.cookie.name;
-  }
+  /** The session cookie's name: `auth.cookie.name`, with `__Host-` when `auth.cookie.hostPrefix` is on. */
+  readonly cookieName: string;
 
-  setSessionCookie(c: Context, id: string): void {
+  /** Sets the session cookie; Max-Age defaults to the session TTL (CONTRACT section 3). */
+  setSessionCookie(c: Context, id: string, maxAge = this.config.auth.session.ttl): void {
     const { secure, sameSite, domain } = this.config.auth.cookie;
+    this.dropRefreshedCookie(c);
     setCookie(c, this.cookieName, id, {
       httpOnly: true,
       path: '/',
       secure,
       sameSite: sameSite === 'strict' ? 'Strict' : sameSite === 'lax' ? 'Lax' : 'None',
-      maxAge: this.config.auth.session.ttl,
+      maxAge,
       ...(domain ? { domain } : {}),
     });
   }
 
   clearSessionCookie(c: Context): void {
     const { secure, domain } = this.config.auth.cookie;
+    this.dropRefreshedCookie(c);
     deleteCookie(c, this.cookieName, { path: '/', secure, httpOnly: true, ...(domain ? { domain } : {}) });
   }
 
-  /** Starts a session for a user (password or OAuth login), ending the one the request carried. */
-  async login(c: Context<AppEnv>, user: UserDoc, provider: string): Promise<Session> {
+  /**
+   * A handler that sets or clears the session cookie replaces the refresh the session hook wrote
+   * for this request, so the response carries one session Set-Cookie. Rare path (login, logout).
+   */
+  private dropRefreshedCookie(c: Context): void {
+    if (!c.get('cookieRefreshed')) return;
+    c.set('cookieRefreshed', false);
+    const headers = c.res.headers;
+    const others = headers.getSetCookie().filter((line) => !line.startsWith(`${this.cookieName}=`));
+    headers.delete('set-cookie');
+    for (const line of others) headers.append('set-cookie', line);
+  }
+
+  /**
+   * Starts a session for a user who just proved who they are, ending the one the request carried.
+   *
+   * A login reads the user, checks the credential, then writes the session; an admin may change the
+   * password, the admin tag or delete the user in between (finding 3 of the security review). Admin
+   * changes write the database first and then end or rewrite the user's sessions through the index,
+   * so after writing the session we read the user again: either this read sees the change (the
+   * session is undone and the login retried from the fresh user, or refused), or the change comes
+   * later and finds the session in the index. `stillValid` says whether the credential that was
+   * checked still holds for a fresh copy of the user (the same password hash, the identity still
+   * linked). Returns null when it no longer does.
+   */
+  async login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean): Promise<{ session: Session; user: UserDoc } | null> {
     const previous = getCookie(c, this.cookieName);
     if (previous) await this.endSession(previous);
-    const { id, session } = await this.sessions.create({ userId: user._id, isAdmin: isAdmin(user), provider });
-    this.setSessionCookie(c, id);
-    return session;
+    let current: UserDoc | null = user;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (!current || !stillValid(current)) return null;
+      const { id, session } = await this.sessions.create({ userId: current._id, isAdmin: isAdmin(current), provider });
+      let fresh: UserDoc | null;
+      try {
+        fresh = await this.users.findById(current._id);
+      } catch (err) {
+        await this.sessions.destroy(id).catch(() => {});
+        throw err;
+      }
+      if (fresh && fresh.passwordHash === current.passwordHash && isAdmin(fresh) === session.isAdmin && stillValid(fresh)) {
+        this.setSessionCookie(c, id);
+        return { session, user: fresh };
+      }
+      await this.sessions.destroy(id);
+      current = fresh;
+    }
+    throw new AppError(503, 'unavailable', 'The account changed during the login; try again');
   }
 
-  /** Runs when a session ends by logout (e.g. to delete its provider token blob); gets the `sid`. */
+  /** Runs when sessions end (logout, logout-all, hard cap, found expired), e.g. to delete token blobs; gets each `sid`. */
   onSessionEnd(listener: (sid: string) => Promise<void>): void {
-    this.sessionEndListeners.push(listener);
-  }
-
-  private async ended(sids: string[]): Promise<void> {
-    for (const sid of sids) for (const listener of this.sessionEndListeners) await listener(sid);
+    this.sessions.onEnd(async (hashes) => {
+      for (const sid of hashes) await listener(sid);
+    });
   }
 
   /** Logout: ends the session behind a cookie value, if it exists. */
   async endSession(id: string): Promise<void> {
-    const session = await this.sessions.destroy(id);
-    if (session) await this.ended([session.hash]);
+    await this.sessions.destroy(id);
   }
 
   /** Ends every session of a user, except `keep` (a session hash). */
   async endAllSessions(userId: string, keep?: string): Promise<void> {
-    await this.ended(await this.sessions.destroyAll(userId, keep));
+    await this.sessions.destroyAll(userId, keep);
   }
 
-  /** Refuses to remove the last administrator: nobody could manage the instance afterwards. */
-  private async keepOneAdmin(user: UserDoc): Promise<void> {
-    if (isAdmin(user) && (await this.users.countAdmins()) <= 1) {
-      throw new AppError(409, 'last_admin', 'This is the last administrator; make another user an administrator first');
-    }
-  }
-
-  /** Applies a user patch and its session effects: a new password ends other sessions, admin changes apply at once. */
+  /**
+   * Applies a user patch and its session effects: a new password ends other sessions, admin changes
+   * apply at once. The database changes first, the sessions after (see `login`).
+   */
   async updateUser(id: string, patch: UserPatch, keepSessionHash?: string): Promise<UserDoc> {
     const before = await this.users.get(id);
-    if (patch.isAdmin === false) await this.keepOneAdmin(before);
-    const user = await this.users.update(id, patch);
+    const { isAdmin: admin, ...rest } = patch;
+    if (admin === false && isAdmin(before)) await this.users.demote(id);
+    const user = await this.users.update(id, admin === true ? patch : rest);
     if (patch.password !== undefined) await this.endAllSessions(id, keepSessionHash);
     if (isAdmin(before) !== isAdmin(user)) await this.sessions.setAdmin(id, isAdmin(user));
     return user;
   }
 
+  /**
+   * Deletes a user: never the last admin; sessions end before (a store outage stops here, before the
+   * user is gone) and again after (logins that raced the deletion).
+   */
   async deleteUser(id: string): Promise<void> {
-    await this.keepOneAdmin(await this.users.get(id));
+    const user = await this.users.get(id);
+    if (isAdmin(user)) await this.users.demote(id);
     await this.endAllSessions(id);
-    await this.accounts.unlinkAll(id);
     await this.users.delete(id);
+    await this.accounts.unlinkAll(id);
+    await this.endAllSessions(id);
   }
 
   /**
@@ -178,7 +220,11 @@ export class Auth {
       if (session) {
         c.set('authUser', { userId: session.userId, isAdmin: session.isAdmin, provider: session.provider });
         c.set('session', session);
-        if (this.sessions.cookieNeedsRefresh(session)) this.setSessionCookie(c, id);
+        const maxAge = this.sessions.cookieRefresh(session);
+        if (maxAge !== null) {
+          this.setSessionCookie(c, id, maxAge);
+          c.set('cookieRefreshed', true);
+        }
       }
     }
     c.set('can', (permission) => this.can(c, permission));

@@ -1,5 +1,6 @@
 import { hash, verify } from '@node-rs/argon2';
 import { availableParallelism } from 'node:os';
+import { AppError } from '../http/errors.ts';
 
 /**
  * argon2id with OWASP's parameters (m=19456 KiB, t=2, p=1). The PHC string records them
@@ -18,11 +19,22 @@ export const MAX_PASSWORD_LENGTH = 256;
  * route p50 34-58 ms during 100 logins with 4 threads hashing, 10-11 ms with 1).
  */
 const MAX_CONCURRENT = Math.max(1, availableParallelism() - 1);
+/**
+ * At most 16 hashes wait per hashing thread (~35 ms each on 2 cores: a login waits < 0.6 s). Past
+ * that a login is refused at once with 429 and `Retry-After`: a burst of 150 logins made a
+ * legitimate login wait 3.5 s behind an unbounded queue (security review, finding 4).
+ */
+const MAX_WAITING = 16 * MAX_CONCURRENT;
 let running = 0;
 const waiting: (() => void)[] = [];
 
 async function limited<T>(work: () => Promise<T>): Promise<T> {
-  if (running >= MAX_CONCURRENT) await new Promise<void>((resolve) => waiting.push(resolve));
+  if (running >= MAX_CONCURRENT) {
+    if (waiting.length >= MAX_WAITING) {
+      throw new AppError(429, 'too_many_requests', 'The server is checking too many passwords at once; try again in a second', undefined, { 'Retry-After': '1' });
+    }
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  }
   running++;
   try {
     return await work();
@@ -39,7 +51,8 @@ export function hashPassword(password: string): Promise<string> {
 export async function verifyPassword(stored: string, password: string): Promise<boolean> {
   try {
     return await limited(() => verify(stored, password));
-  } catch {
+  } catch (err) {
+    if (err instanceof AppError) throw err; // busy: 429
     return false; // a malformed stored hash never logs anybody in
   }
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isIPv4, isIPv6 } from 'node:net';
 import { AppError } from '../http/errors.ts';
 import type { Store } from '../store/store.ts';
 
@@ -6,13 +7,47 @@ const WINDOW = 15 * 60;
 const PER_EMAIL_AND_IP = 5;
 const PER_IP = 50;
 
+/** The eight 16-bit groups of an IPv6 address (`::` expanded, a trailing dotted IPv4 converted). */
+function ipv6Groups(address: string): number[] {
+  let text = address.split('%')[0]!; // zone id: `fe80::1%eth0`
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4) {
+    const [a, b, c, d] = v4[1]!.split('.').map(Number) as [number, number, number, number];
+    text = `${text.slice(0, -v4[1]!.length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const middle = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
+  return [...left, ...middle, ...right].map((g) => parseInt(g, 16));
+}
+
 /**
- * Failed-login counters in the store (CONTRACT section 3, **beyond**): 5 failures per email+IP or 50
- * per IP within 15 minutes lock further attempts until the window ends. Emails are hashed in keys.
+ * Who a limit counts: an IPv4 address as is; an IPv6 client by its /64, because one subscriber
+ * usually holds a whole /64 and could otherwise rotate through 2^64 addresses; an IPv4-mapped IPv6
+ * address (`::ffff:a.b.c.d`, what a dual-stack socket reports) as the IPv4 address it maps.
+ */
+export function rateLimitSubject(ip: string): string {
+  if (isIPv4(ip) || !isIPv6(ip)) return ip;
+  const groups = ipv6Groups(ip);
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return [groups[6]! >> 8, groups[6]! & 255, groups[7]! >> 8, groups[7]! & 255].join('.');
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(':')}::/64`;
+}
+
+/**
+ * Login counters in the store (CONTRACT section 3, **beyond**): 5 failures per email+IP or 50 per IP
+ * within 15 minutes lock further attempts until the window ends. Emails are hashed in keys.
  *
- * The email+IP counter is taken BEFORE the password is verified (one atomic INCR per attempt) and
- * cleared on success, so concurrent guesses cannot all pass the check while the first ones are still
- * verifying: of N parallel attempts at most 5 reach the password check.
+ * Both counters are taken BEFORE the password is verified (one atomic INCR each per attempt), so
+ * parallel guesses cannot all pass the check while the first ones are still verifying: of N parallel
+ * attempts at most 50 per IP and 5 per email+IP reach the password check. A success gives its
+ * attempt back to the IP and clears the email+IP counter; an attempt that could not be judged
+ * (store or database down, server busy) gives back both.
  */
 export class LoginRateLimit {
   constructor(
@@ -22,7 +57,8 @@ export class LoginRateLimit {
 
   private keys(email: string, ip: string) {
     const who = createHash('sha256').update(email).digest('hex').slice(0, 32);
-    return { pair: `${this.prefix}login-fail:${who}:${ip}`, ip: `${this.prefix}login-fail-ip:${ip}` };
+    const subject = rateLimitSubject(ip);
+    return { pair: `${this.prefix}login-fail:${who}:${subject}`, ip: `${this.prefix}login-fail-ip:${subject}` };
   }
 
   private async refuse(key: string): Promise<never> {
@@ -32,26 +68,30 @@ export class LoginRateLimit {
 
   /**
    * Throws 429 `too_many_attempts` with `Retry-After` while a limit is reached; otherwise counts this
-   * attempt against its email+IP (undone by `succeed`). Call once per attempt, before verifying.
+   * attempt against its IP and its email+IP. Call once per attempt, before verifying.
    */
   async check(email: string, ip: string): Promise<void> {
     const keys = this.keys(email, ip);
-    if (Number(await this.store.get(keys.ip)) >= PER_IP) await this.refuse(keys.ip);
+    if ((await this.store.incr(keys.ip, WINDOW)) > PER_IP) await this.refuse(keys.ip);
     if ((await this.store.incr(keys.pair, WINDOW)) > PER_EMAIL_AND_IP) await this.refuse(keys.pair);
   }
 
-  /** A failed attempt: the email+IP counter already holds it (`check`); the per-IP one counts it now. */
-  async fail(_email: string, ip: string): Promise<void> {
-    await this.store.incr(this.keys('', ip).ip, WINDOW);
-  }
-
-  /** An attempt that could not be judged (store or database down) does not count. */
+  /** An attempt that could not be judged (store or database down, server busy) does not count. */
   async release(email: string, ip: string): Promise<void> {
-    await this.store.decr(this.keys(email, ip).pair);
+    const keys = this.keys(email, ip);
+    await this.giveBack(keys.pair);
+    await this.giveBack(keys.ip);
   }
 
-  /** A successful login clears its email+IP counter (the per-IP one keeps counting). */
+  /** A successful login clears its email+IP counter and gives its attempt back to the IP. */
   async succeed(email: string, ip: string): Promise<void> {
-    await this.store.del(this.keys(email, ip).pair);
+    const keys = this.keys(email, ip);
+    await this.store.del(keys.pair);
+    await this.giveBack(keys.ip);
+  }
+
+  /** Takes one attempt back; a counter back at zero is removed rather than left in the store. */
+  private async giveBack(key: string): Promise<void> {
+    if ((await this.store.decr(key)) <= 0) await this.store.del(key);
   }
 }

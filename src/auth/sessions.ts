@@ -35,6 +35,7 @@ export class SessionService {
   /** Users whose index this process touched since the last cleanup. */
   private readonly touched = new Set<string>();
   private readonly cleanupTimer: NodeJS.Timeout;
+  private readonly endListeners: ((hashes: string[]) => Promise<void>)[] = [];
 
   constructor(
     private readonly store: Store,
@@ -62,16 +63,45 @@ export class SessionService {
     return this.sliding ? Math.ceil(this.maxLifetimeMs / 1000) : this.ttl;
   }
 
-  /** Creates a session; returns the id for the cookie. Two single-key writes (Cluster-safe). */
+  /**
+   * Creates a session; returns the id for the cookie. Two single-key writes (Cluster-safe), the
+   * index first: a session that logout-all and password changes cannot find must never exist. When
+   * the second write fails, the index holds a hash with no session, which readers prune.
+   */
   async create(user: AuthUser): Promise<{ id: string; session: Session }> {
     const id = randomBytes(32).toString('base64url');
     const hash = hashSessionId(id);
     const createdAt = this.now();
     const record: SessionRecord = { userId: user.userId, isAdmin: user.isAdmin, provider: user.provider, createdAt, expiresAt: createdAt + this.ttl * 1000 };
-    await this.store.set(this.key(hash), JSON.stringify(record), { ttl: this.ttl });
     await this.store.sAdd(this.indexKey(user.userId), [hash], this.lifetime);
     this.touched.add(user.userId);
+    await this.store.set(this.key(hash), JSON.stringify(record), { ttl: this.ttl });
     return { id, session: { ...record, hash } };
+  }
+
+  /** Whether the session with this hash still exists (no TTL change). */
+  async isLive(hash: string): Promise<boolean> {
+    return (await this.store.ttl(this.key(hash))) !== -2;
+  }
+
+  /** The session record behind a hash, without touching its TTL; null when it ended. */
+  async byHash(hash: string): Promise<Session | null> {
+    const raw = await this.store.get(this.key(hash));
+    return raw === null ? null : { ...(JSON.parse(raw) as SessionRecord), hash };
+  }
+
+  /** When a session's last moment is (epoch ms): the hard cap when sliding, the fixed expiry otherwise. */
+  hardEnd(session: SessionRecord): number {
+    return this.sliding ? session.createdAt + this.maxLifetimeMs : session.expiresAt;
+  }
+
+  /** Runs after sessions end (logout, logout-all, hard cap, found expired): gets their hashes. */
+  onEnd(listener: (hashes: string[]) => Promise<void>): void {
+    this.endListeners.push(listener);
+  }
+
+  private async ended(hashes: string[]): Promise<void> {
+    if (hashes.length) for (const listener of this.endListeners) await listener(hashes);
   }
 
   /**
@@ -89,6 +119,7 @@ export class SessionService {
       const hardEnd = record.createdAt + this.maxLifetimeMs;
       if (now >= hardEnd) {
         await this.destroyHash(hash, record.userId);
+        await this.ended([hash]);
         return null;
       }
       record.expiresAt = Math.min(now + this.ttl * 1000, hardEnd);
@@ -96,9 +127,15 @@ export class SessionService {
     return { ...record, hash };
   }
 
-  /** Sliding sessions: the cookie's Max-Age runs from when it was set, so re-issue it past half-life. */
-  cookieNeedsRefresh(session: Session): boolean {
-    return this.sliding && this.now() - session.createdAt > (this.ttl * 1000) / 2;
+  /**
+   * Sliding sessions re-issue the cookie on every authenticated request with Max-Age = the time the
+   * session has left (its TTL, or less near the hard cap): the browser keeps the cookie exactly as
+   * long as the server keeps the session, and never past `maxLifetime`. Absolute sessions keep the
+   * login cookie, whose Max-Age already ends with the session. Returns seconds, or null: no refresh.
+   */
+  cookieRefresh(session: Session): number | null {
+    if (!this.sliding) return null;
+    return Math.max(0, Math.ceil((session.expiresAt - this.now()) / 1000));
   }
 
   async destroy(id: string): Promise<Session | null> {
@@ -108,6 +145,7 @@ export class SessionService {
     if (raw === null) return null;
     const record = JSON.parse(raw) as SessionRecord;
     await this.store.sRem(this.indexKey(record.userId), [hash]);
+    await this.ended([hash]);
     return { ...record, hash };
   }
 
@@ -124,6 +162,7 @@ export class SessionService {
       if (await this.store.del(this.key(hash))) ended.push(hash);
     }
     await this.store.sRem(this.indexKey(userId), hashes);
+    await this.ended(ended);
     return ended;
   }
 
@@ -151,6 +190,7 @@ export class SessionService {
         const dead: string[] = [];
         for (const hash of hashes) if ((await this.store.ttl(this.key(hash))) === -2) dead.push(hash);
         await this.store.sRem(this.indexKey(userId), dead);
+        await this.ended(dead); // expired without a logout: their token blobs go too
       } catch (err) {
         this.touched.add(userId); // try again next round
         this.logger.warn({ err: (err as Error).message }, 'session index cleanup failed');

@@ -12,6 +12,9 @@ export interface OAuthAccount {
   providerAccountId: string;
 }
 
+/** Who made a user: an admin, the CLI and the bootstrap vouch for the email; an OAuth login may not. */
+export type CreatedVia = 'admin' | 'cli' | 'bootstrap' | 'oauth';
+
 /** A user document in `svc__core-user`. Tags hold tag ids; a tag's id is its name (`ADMIN`). */
 export interface UserDoc {
   _id: string;
@@ -19,6 +22,8 @@ export interface UserDoc {
   firstname: string;
   lastname: string;
   email_verified: boolean;
+  /** Absent on users made before 0.2.1: see `ownsEmail`. */
+  createdVia?: CreatedVia;
   passwordHash?: string;
   tags: string[];
   oauthAccounts: OAuthAccount[];
@@ -49,6 +54,18 @@ export interface PublicUser {
 
 export const isAdmin = (user: UserDoc) => user.tags.includes(ADMIN_TAG);
 
+/**
+ * Whether the account is known to belong to the owner of its email (CONTRACT section 5, linking):
+ * a provider verified the email, or an admin, the CLI or the bootstrap made the user (someone vouched).
+ * A user made from an unverified provider email does not own it, so no verified identity is ever
+ * linked to it automatically. Users made before `createdVia` existed: only OAuth made users
+ * without a password, so a password means an admin, the CLI or the bootstrap made it.
+ */
+export function ownsEmail(user: UserDoc): boolean {
+  if (user.email_verified) return true;
+  return user.createdVia ? user.createdVia !== 'oauth' : user.passwordHash !== undefined;
+}
+
 export function toPublicUser(user: UserDoc): PublicUser {
   return {
     id: user._id,
@@ -73,6 +90,7 @@ export interface NewUser {
   lastname?: string;
   isAdmin?: boolean;
   email_verified?: boolean;
+  createdVia: CreatedVia;
 }
 
 export interface UserPatch {
@@ -104,6 +122,7 @@ export class UserService {
       firstname: input.firstname ?? '',
       lastname: input.lastname ?? '',
       email_verified: input.email_verified ?? false,
+      createdVia: input.createdVia,
       ...(input.password ? { passwordHash: await hashPassword(input.password) } : {}),
       tags: input.isAdmin ? [ADMIN_TAG] : [],
       oauthAccounts: [],
@@ -178,7 +197,22 @@ export class UserService {
     }
     if (!(await verifyPassword(user.passwordHash, password))) return null;
     if (needsRehash(user.passwordHash)) {
-      await this.users.updateOne({ _id: user._id }, { $set: { passwordHash: await hashPassword(password) } });
+      return (await this.users.updateOne({ _id: user._id, passwordHash: user.passwordHash }, { $set: { passwordHash: await hashPassword(password) } })) ?? user;
+    }
+    return user;
+  }
+
+  /**
+   * Removes the `ADMIN` tag unless that would leave no administrator (409 `last_admin`). Lock-free
+   * and safe across instances: demote, recount, and restore when none is left. Two simultaneous
+   * demotions of the last two admins can both be restored (both refused), never both kept.
+   */
+  async demote(id: string): Promise<UserDoc> {
+    const user = await this.users.updateOne({ _id: id }, { $pull: { tags: ADMIN_TAG }, $set: { updatedAt: new Date().toISOString() } });
+    if (!user) throw notFound('No user with this id');
+    if ((await this.countAdmins()) === 0) {
+      await this.users.updateOne({ _id: id }, { $addToSet: { tags: ADMIN_TAG } });
+      throw new AppError(409, 'last_admin', 'This is the last administrator; make another user an administrator first');
     }
     return user;
   }

@@ -156,6 +156,9 @@ export async function loadConfig(
   if (config.auth.cookie.sameSite === 'none' && !config.auth.cookie.secure) {
     throw new ConfigError('auth.cookie: sameSite "none" requires secure: true (browsers drop such cookies)');
   }
+  if (config.auth.cookie.hostPrefix && (config.auth.cookie.domain || !config.auth.cookie.secure)) {
+    throw new ConfigError('auth.cookie.hostPrefix: a __Host- cookie needs secure: true and no domain (browsers refuse it otherwise)');
+  }
   for (const role of ['sessions', 'oauthState', 'providerTokens'] as const) {
     const id = config.auth.storeInstances[role];
     if (id !== 'cache' && !env.storeUrls[id]) {

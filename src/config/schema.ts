@@ -38,6 +38,8 @@ export const configSchema = v.strictObject({
           secure: v.optional(v.boolean(), true),
           sameSite: v.optional(v.picklist(['strict', 'lax', 'none']), 'strict'),
           domain: v.optional(v.string()),
+          /** `__Host-<name>`: the browser binds the cookie to this host, Secure, Path=/ (README: trade-off). */
+          hostPrefix: v.optional(v.boolean(), false),
         }),
         {},
       ),

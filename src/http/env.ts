@@ -23,6 +23,8 @@ export interface AppVariables {
   workSession?: WorkSessionGuest;
   /** `c.get('can')('permission')`: the permission resolver chain. */
   can: (permission: string) => Promise<boolean>;
+  /** The session hook re-issued the session cookie on this response (sliding mode). */
+  cookieRefreshed?: boolean;
 }
 
 export interface AppEnv {

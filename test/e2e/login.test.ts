@@ -53,7 +53,7 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
     describe('failures', () => {
       it('unknown email, wrong password and a password-less account get the identical 401 invalid_credentials', async () => {
         const user = await t.createUser();
-        const oauthOnly = await t.instance.auth.users.create({ email: `${randomUUID().slice(0, 8)}@oauth.example` });
+        const oauthOnly = await t.instance.auth.users.create({ email: `${randomUUID().slice(0, 8)}@oauth.example`, createdVia: 'oauth' });
         const unknown = await login(freshIp(), { email: `nobody-${randomUUID()}@example.com`, password: user.password });
         const wrong = await login(freshIp(), { email: user.email, password: 'not the password' });
         const noPassword = await login(freshIp(), { email: oauthOnly.email, password: 'whatever password' });

@@ -26,7 +26,7 @@ const SECRETS = {
   keycloak: `kc-secret-${randomUUID()}`,
 };
 /** Every providerId a test logs in with; each IdP client accepts all of their callback URLs. */
-const PROVIDER_IDS = ['acme', 'keycloak', 'legacy-sso', 'jwt-wrong', 'acme-tokens', 'acme-broken', 'acme-dead', 'acme-off', 'acme-late', 'acme-gone'];
+const PROVIDER_IDS = ['acme', 'keycloak', 'legacy-sso', 'jwt-wrong', 'acme-tokens', 'acme-broken', 'acme-dead', 'acme-off', 'acme-late', 'acme-gone', 'acme-b'];
 const callbackUrl = (id: string) => `${SVC_BASE}/api/auth/oauth/${id}/callback`;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -165,7 +165,13 @@ for (const [storeName, url] of [
     let acmeCreated: Record<string, unknown>;
 
     beforeAll(async () => {
-      h = await harness({ redisUrl: url ?? undefined });
+      // Token blobs are sealed with the encryption key and capped by the session's hard lifetime (finding 7).
+      const config = appConfig();
+      h = await harness({
+        redisUrl: url ?? undefined,
+        config: { auth: { ...config.auth, session: { maxLifetime: 3600 } } },
+        env: { SVC_SECRET_ENCRYPTION_KEY: `blob-key-${randomUUID()}` },
+      });
       acmeCreated = await createProvider(h.admin, { providerId: 'acme', type: 'custom', clientId: 'svc-pkce', clientSecret: SECRETS.pkce });
       await createProvider(h.admin, {
         providerId: 'legacy-sso',
@@ -186,6 +192,8 @@ for (const [storeName, url] of [
       await createProvider(h.admin, { ...pkceClient, providerId: 'acme-dead', config: customConfig({ userInfoEndpoint: idp.deadUserInfoEndpoint }) });
       await createProvider(h.admin, { ...pkceClient, providerId: 'acme-off', enabled: false, config: customConfig() });
       await createProvider(h.admin, { ...pkceClient, providerId: 'acme-late', config: customConfig() });
+      // A second provider for the same people: one identity per provider (account-linking attacks).
+      await createProvider(h.admin, { ...pkceClient, providerId: 'acme-b', config: customConfig({ persistProviderTokens: true, providerTokenNamespace: 'svc__todo' }) });
       // Bearer (the default) sent to an endpoint that only accepts JWT: proves the proxy checks.
       await createProvider(h.admin, {
         providerId: 'jwt-wrong',
@@ -573,16 +581,20 @@ for (const [storeName, url] of [
         const ownerDoc = (await (await h.admin.fetch(`/auth/users/${owner.id}`)).json()) as { oauthAccounts: unknown[] };
         expect(ownerDoc.oauthAccounts).toEqual([]);
 
-        const ob = h.browser();
-        const pendingTtl = await h.t.instance.stores.forRole('sessions').ttl(`${h.t.keyPrefix}pending-link:${owner.id}`);
+        // The pending link is bound to this browser (cookie) and keyed by that binding, not by the user.
+        const binding = b.svcCookies.get('svc_pending_link')!;
+        expect(binding).toMatch(/^[A-Za-z0-9_-]{43}$/);
+        const pendingTtl = await h.t.instance.stores.forRole('sessions').ttl(`${h.t.keyPrefix}pending-link:${sha256(binding)}`);
         expect(pendingTtl).toBeGreaterThan(890);
         expect(pendingTtl).toBeLessThanOrEqual(900);
 
+        // The owner logs in in the browser that ran the flow.
+        const ob = b;
         expect((await ob.passwordLogin(owner.email, owner.password)).status).toBe(200);
         const pending = await ob.fetch('/auth/link/confirm');
         expect(pending.status).toBe(200);
         const body = (await pending.json()) as { provider: string; email: string; expiresAt: string };
-        expect(body).toEqual({ provider: 'acme', email: owner.email, expiresAt: expect.stringMatching(ISO) });
+        expect(body).toEqual({ provider: 'acme', email: owner.email, expiresAt: expect.stringMatching(ISO), providerAccountId: login, name: 'Not The Owner' });
         const left = Date.parse(body.expiresAt) - Date.now();
         expect(left).toBeGreaterThan(850_000);
         expect(left).toBeLessThanOrEqual(900_000);
@@ -607,7 +619,7 @@ for (const [storeName, url] of [
         const b = h.browser();
         await expectAuthError(b, await b.login('acme', { login }), 'account_exists');
 
-        const ob = h.browser();
+        const ob = b;
         expect((await ob.passwordLogin(owner.email, owner.password)).status).toBe(200);
         expect((await ob.fetch('/auth/link/confirm')).status).toBe(200);
         const declined = await ob.fetch('/auth/link/confirm', { method: 'DELETE', headers: { origin: FRONTEND } });
@@ -690,6 +702,117 @@ for (const [storeName, url] of [
       });
     });
 
+    // ---- security review (issue 24): each test reproduces a finding ---------------------------
+
+    describe('security review findings', () => {
+      const pendingOf = async (b: Browser) => {
+        const res = await b.fetch('/auth/link/confirm');
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+      };
+
+      it('finding 1: an unverified OAuth email never shares an account with its verified owner (pre-account takeover)', async () => {
+        const email = `${uniq('dave')}@example.com`;
+        const attacker = uniq('attacker');
+        idp.setAccount(attacker, { email, email_verified: false, name: 'Not Dave' });
+        const a = h.browser();
+        const squatted = await expectLoggedIn(a, await a.login('acme', { login: attacker }));
+        expect(squatted.user.email_verified).toBe(false);
+
+        // Dave arrives with a VERIFIED email on another provider: the account becomes his alone.
+        const dave = uniq('dave');
+        idp.setAccount(dave, { email, email_verified: true, name: 'Dave Real' });
+        const d = h.browser();
+        const owner = await expectLoggedIn(d, await d.login('acme-b', { login: dave }));
+        expect(owner.user.email).toBe(email);
+        expect(owner.user.email_verified).toBe(true);
+        expect(owner.user.oauthAccounts).toEqual([{ provider: 'acme-b', providerAccountId: dave }]);
+        // The unverified holder's session ended with the claim ...
+        expect((await a.fetch('/auth/session')).status).toBe(401);
+        // ... and the unverified identity no longer logs into Dave's account.
+        const again = h.browser();
+        await expectAuthError(again, await again.login('acme', { login: attacker }), 'account_exists');
+        const users = (await (await h.admin.fetch(`/auth/users?email=${encodeURIComponent(email)}`)).json()) as { items: { oauthAccounts: unknown[] }[] };
+        expect(users.items).toHaveLength(1);
+        expect(users.items[0]!.oauthAccounts).toEqual([{ provider: 'acme-b', providerAccountId: dave }]);
+      });
+
+      it('finding 1: a user made by an admin counts as verified: a verified identity links, an unverified one does not', async () => {
+        const created = await h.admin.fetch('/auth/users', { method: 'POST', json: { email: `${uniq('made')}@example.com`, password: 'a long password' } });
+        const made = (await created.json()) as { id: string; email: string };
+        const verified = uniq('v');
+        idp.setAccount(verified, { email: made.email, email_verified: true });
+        const b = h.browser();
+        expect((await expectLoggedIn(b, await b.login('acme', { login: verified }))).userId).toBe(made.id);
+        const unverified = uniq('u');
+        idp.setAccount(unverified, { email: made.email, email_verified: false });
+        const c = h.browser();
+        await expectAuthError(c, await c.login('acme-b', { login: unverified }), 'account_exists');
+      });
+
+      it('finding 2: a planted pending link is invisible to the victim in another browser and cannot be confirmed', async () => {
+        const owner = await h.t.createUser({ email: `${uniq('victim')}@example.com` });
+        const attacker = uniq('planter');
+        idp.setAccount(attacker, { email: owner.email, email_verified: false, name: 'Evil Twin' });
+        const a = h.browser();
+        await expectAuthError(a, await a.login('acme', { login: attacker }), 'account_exists');
+
+        const victim = h.browser();
+        expect((await victim.passwordLogin(owner.email, owner.password)).status).toBe(200);
+        expect(await pendingOf(victim)).toMatchObject({ status: 404, body: { error: { code: 'no_pending_link' } } });
+        const confirm = await victim.fetch('/auth/link/confirm', { method: 'POST', headers: { origin: FRONTEND } });
+        expect(confirm.status).toBe(404);
+        // The attacker's browser holds the binding cookie but no session of the owner: nothing to see.
+        expect((await a.fetch('/auth/link/confirm')).status).toBe(401);
+        await expectAuthError(h.browser(), await h.browser().login('acme', { login: attacker }), 'account_exists');
+        const doc = (await (await h.admin.fetch(`/auth/users/${owner.id}`)).json()) as { oauthAccounts: unknown[] };
+        expect(doc.oauthAccounts).toEqual([]);
+      });
+
+      it("finding 2: one flow cannot overwrite another's pending link; the owner sees who the identity is", async () => {
+        const owner = await h.t.createUser({ email: `${uniq('own')}@example.com` });
+        const mine = uniq('mine');
+        idp.setAccount(mine, { email: owner.email, email_verified: false, name: 'Own Er' });
+        const b = h.browser();
+        await expectAuthError(b, await b.login('acme', { login: mine }), 'account_exists');
+        // Someone else's flow for the same account, later, from another browser.
+        const other = uniq('other');
+        idp.setAccount(other, { email: owner.email, email_verified: false, name: 'Someone Else' });
+        const x = h.browser();
+        await expectAuthError(x, await x.login('acme', { login: other }), 'account_exists');
+
+        expect((await b.passwordLogin(owner.email, owner.password)).status).toBe(200);
+        const pending = await pendingOf(b);
+        expect(pending.status).toBe(200);
+        expect(pending.body).toMatchObject({ provider: 'acme', email: owner.email, providerAccountId: mine, name: 'Own Er' });
+        const confirmed = await b.fetch('/auth/link/confirm', { method: 'POST', headers: { origin: FRONTEND } });
+        expect(await confirmed.json()).toEqual({ linked: { provider: 'acme', providerAccountId: mine } });
+        expect((await pendingOf(b)).status).toBe(404);
+      });
+
+      it('finding 7: provider token blobs are encrypted at rest and live no longer than their session', async () => {
+        const login = uniq('blob');
+        idp.setAccount(login, { email: `${login}@example.com`, email_verified: true });
+        const b = h.browser();
+        await expectLoggedIn(b, await b.login('acme-b', { login }));
+        const sid = sha256(b.sessionId!);
+        const key = `svc__todo:oauth_tokens:${sid}`;
+        const store = h.t.instance.stores.forRole('providerTokens');
+        const raw = (await store.get(key))!;
+        const blob = (await h.t.instance.auth.getProviderTokenBlob('svc__todo', sid))!;
+        expect(idp.issued.access.has(blob.access)).toBe(true);
+        expect(raw).not.toContain(blob.access);
+        expect(raw.startsWith('enc:v1:')).toBe(true);
+        // Never past the session's hard cap.
+        const ttl = await store.ttl(key);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(3600);
+        // A session that ended without a logout (expired, removed): its blob is gone on the next read.
+        await h.t.instance.stores.forRole('sessions').del(`${h.t.keyPrefix}session:${sid}`);
+        expect(await h.t.instance.auth.getProviderTokenBlob('svc__todo', sid)).toBeNull();
+        expect(await store.get(key)).toBeNull();
+      });
+    });
+
     // ---- (f) provider tokens ------------------------------------------------------------------
 
     describe('provider tokens', () => {
@@ -725,8 +848,7 @@ for (const [storeName, url] of [
 
         const key = `svc__todo:oauth_tokens:${sid}`;
         expect(await tokenBlobKeys(h.t, sid)).toEqual([key]);
-        const raw = await h.t.instance.stores.forRole('providerTokens').get(key);
-        expect(JSON.parse(raw!)).toEqual({ access: ctx.accessToken, refresh: ctx.refreshToken, expiresAt: ctx.expiresAt });
+        expect(await h.t.instance.auth.getProviderTokenBlob('svc__todo', sid)).toEqual({ access: ctx.accessToken, refresh: ctx.refreshToken, expiresAt: ctx.expiresAt });
 
         // A plugin adds its fields.
         const auth = h.t.instance.auth;

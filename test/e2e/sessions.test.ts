@@ -398,10 +398,9 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
         expect(await sessionsStore(a).get(sessionKey(a, id))).toBeNull();
       });
 
-      it('sliding mode re-issues the cookie past half its Max-Age, so the browser keeps it while in use', async () => {
+      it('sliding mode re-issues the cookie on every request with Max-Age = the time left, so the browser keeps it while in use', async () => {
         const a = await app({ config: { auth: { session: { ttl: 2 } } } });
         const { c } = await loggedIn(a);
-        expect(setCookies(await c.fetch('/auth/session'), 'sid_app')).toHaveLength(0);
         await sleep(1200);
         const res = await c.fetch('/auth/session');
         expect(res.status).toBe(200);

@@ -61,6 +61,17 @@ for (const [name, openDb] of [
       }
     });
 
+    it("finding 9: ids are global (SPEC): another user's id answers the same 409 as one's own, and nothing of the item", async () => {
+      const { data } = await (await create(alice, { name: 'private name' })).json();
+      const mineAgain = await create(alice, { _id: data._id, name: 'x' });
+      const theirs = await create(bob, { _id: data._id, name: 'x' });
+      expect(theirs.status).toBe(409);
+      const body = await theirs.text();
+      expect(body).toBe(await mineAgain.text());
+      expect(body).not.toContain('private name');
+      expect(body).not.toContain(aliceId);
+    });
+
     it('lists only the caller\'s items; an admin lists everyone\'s', async () => {
       await create(bob, { name: 'bob item' });
       const mine = await (await alice.fetch('/svc__todo/all')).json();

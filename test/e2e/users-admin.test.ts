@@ -148,7 +148,7 @@ describe('users API (embedded store)', () => {
   describe('GET /auth/users', () => {
     beforeAll(async () => {
       // Password-less users are cheap (no hashing): enough of them to fill more than one page.
-      for (let i = 0; i < 55; i++) await t.instance.auth.users.create({ email: uniqueEmail(`bulk${i}`) });
+      for (let i = 0; i < 55; i++) await t.instance.auth.users.create({ email: uniqueEmail(`bulk${i}`), createdVia: 'admin' });
     });
 
     it('answers {items,offset,limit,total} with limit 50 by default', async () => {
@@ -383,7 +383,7 @@ describe('bootstrap admin (ensureAdmin)', () => {
   it('SVC_ADMIN_EMAIL naming an existing user promotes that user', async () => {
     const db = EmbeddedDatabase.inMemory();
     const users = await UserService.open(db);
-    const existing = await users.create({ email: 'boss@example.com', password: 'keep this password' });
+    const existing = await users.create({ email: 'boss@example.com', password: 'keep this password', createdVia: 'cli' });
     await ensureAdmin(users, await config({ SVC_ADMIN_EMAIL: 'boss@example.com', SVC_ADMIN_PASSWORD: 'another password' }), 'embedded', capture().logger);
     expect((await users.get(existing._id)).tags).toContain('ADMIN');
     expect(await users.checkPassword('boss@example.com', 'keep this password')).not.toBeNull();
@@ -397,7 +397,7 @@ describe('bootstrap admin (ensureAdmin)', () => {
     await ensureAdmin(users, await config(), 'mongo', logger);
     expect(await users.countAdmins()).toBe(0);
     expect(lines.some((l) => /SVC_ADMIN_EMAIL/.test(l))).toBe(true);
-    await users.create({ email: 'existing-admin@example.com', isAdmin: true });
+    await users.create({ email: 'existing-admin@example.com', isAdmin: true, createdVia: 'cli' });
     await ensureAdmin(users, await config(), 'embedded', logger);
     expect(await users.findByEmail('admin@localhost')).toBeNull();
     expect(await users.countAdmins()).toBe(1);

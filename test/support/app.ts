@@ -92,7 +92,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     routes: () => app.routes.map(({ method, path }) => ({ method, path })),
     client,
     async createUser({ admin = false, email = `${randomUUID().slice(0, 8)}@example.com`, password = 'correct horse battery' } = {}) {
-      const user = await instance.auth.users.create({ email, password, isAdmin: admin });
+      const user = await instance.auth.users.create({ email, password, isAdmin: admin, createdVia: 'admin' });
       return { id: user._id, email: user.email, password };
     },
     async close() {

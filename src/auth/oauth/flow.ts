@@ -9,7 +9,7 @@ import type { AppEnv } from '../../http/env.ts';
 import type { Logger } from '../../logger.ts';
 import type { Stores } from '../../store/index.ts';
 import type { Auth } from '../index.ts';
-import type { UserDoc } from '../users.ts';
+import { ownsEmail, type UserDoc } from '../users.ts';
 import type { AccountLinks } from './accounts.ts';
 import { OAuthFlowError, providerClient } from './client.ts';
 import { splitName, type Profile } from './profile.ts';
@@ -19,6 +19,8 @@ import { safeReturnPath } from './return-to.ts';
 export const STATE_COOKIE = 'svc_oauth_state';
 export const RETURN_TO_COOKIE = 'svc_oauth_return_to';
 export const RETURN_TO_CSRF_COOKIE = 'svc_oauth_rt_csrf';
+/** Binds a pending link to the browser that ran its OAuth flow (security review, finding 2). */
+export const PENDING_LINK_COOKIE = 'svc_pending_link';
 const STATE_TTL = 600;
 const PENDING_LINK_TTL = 900;
 
@@ -29,10 +31,18 @@ interface StateRecord {
   returnTo: string;
 }
 
+/**
+ * What the store keeps under `pending-link:<sha256(cookie value)>`: one record per OAuth flow, so
+ * one flow cannot overwrite another's, readable only with the cookie of the browser that ran it.
+ */
 export interface PendingLink {
+  /** The existing user the identity claims to be; only this user's session may settle it. */
+  userId: string;
   provider: string;
   providerAccountId: string;
   email: string;
+  /** The provider's display name of the identity, so the person can recognise it (or not). */
+  name: string | null;
   expiresAt: string;
 }
 
@@ -165,10 +175,18 @@ export class OAuthFlow {
     if (!profile.email) throw new OAuthFlowError('no_email', 'the provider gave no email');
     const verified = profile.emailVerified || doc.config.trustEmailVerified === true;
     const accountId = profile.id ?? profile.email.toLowerCase();
+    const identity = { ...profile, email: profile.email, emailVerified: verified };
 
-    const user = await this.resolveUser(doc, { ...profile, email: profile.email, emailVerified: verified }, accountId);
-    await this.auth.users.users.updateOne({ _id: user._id }, { $set: { lastLoginAt: new Date().toISOString() } });
-    const session = await this.auth.login(c, user, providerId);
+    // A login that raced an account change (the identity unlinked, the user deleted or demoted)
+    // resolves again from the fresh state (Auth.login).
+    let started = null;
+    for (let attempt = 0; attempt < 2 && !started; attempt++) {
+      const user = await this.resolveUser(c, doc, identity, accountId);
+      await this.auth.users.users.updateOne({ _id: user._id }, { $set: { lastLoginAt: new Date().toISOString() } });
+      started = await this.auth.login(c, user, providerId, (fresh) => fresh.oauthAccounts.some((a) => a.provider === providerId && a.providerAccountId === accountId));
+    }
+    if (!started) throw new OAuthFlowError('server_error', 'the account changed during the login');
+    const { session, user } = started;
 
     const access = tokens.accessToken();
     const refresh = tokens.hasRefreshToken() ? optional(() => tokens.refreshToken()) : null;
@@ -197,8 +215,14 @@ export class OAuthFlow {
     return safeReturnPath(record.returnTo);
   }
 
-  /** SPEC.md's account resolution order, safe against concurrent first logins. */
-  private async resolveUser(doc: ProviderDoc, profile: Profile & { email: string }, accountId: string, retry = true): Promise<UserDoc> {
+  /**
+   * SPEC.md's account resolution order, safe against concurrent first logins, with CONTRACT
+   * section 5's linking rule: a verified identity is linked only to a user who owns the email
+   * (verified, or made by an admin, the CLI or the bootstrap). A user made from an UNVERIFIED
+   * provider email is claimed by the verified owner instead: its other identities are unlinked and
+   * its sessions end, so an unverified claim never shares an account with its owner (finding 1).
+   */
+  private async resolveUser(c: Context, doc: ProviderDoc, profile: Profile & { email: string }, accountId: string, retry = true): Promise<UserDoc> {
     const provider = doc.providerId;
     const linked = await this.accounts.findUser(provider, accountId);
     if (linked) return linked; // step 1
@@ -206,41 +230,68 @@ export class OAuthFlow {
     try {
       if (existing && profile.emailVerified) {
         // step 2: a verified email proves ownership of the existing account
+        if (!ownsEmail(existing)) await this.claim(existing);
         if (!(await this.accounts.linkIfFree(existing._id, provider, accountId))) throw new DuplicateKeyError('svc__core-oauthaccount');
-        return existing;
+        return (await this.auth.users.findById(existing._id)) ?? existing;
       }
       if (existing) {
-        // step 3: an unverified email must not take over an account; its owner may confirm later
-        const pending: PendingLink = { provider, providerAccountId: accountId, email: profile.email, expiresAt: new Date(Date.now() + PENDING_LINK_TTL * 1000).toISOString() };
-        await this.stores.forRole('sessions').set(`${this.prefix}pending-link:${existing._id}`, JSON.stringify(pending), { ttl: PENDING_LINK_TTL });
+        // step 3: an unverified email must not take over an account; its owner may confirm later,
+        // in this browser, while logged in as that user
+        await this.storePendingLink(c, { userId: existing._id, provider, providerAccountId: accountId, email: profile.email, name: profile.name ?? null });
         throw new OAuthFlowError('account_exists', 'the email belongs to an existing account and is not verified');
       }
-      // step 4: a new user
-      const user = await this.auth.users.create({ email: profile.email, ...splitName(profile.name), email_verified: profile.emailVerified });
+      // step 4: a new user; with an unverified email it can never become a takeover target (step 2)
+      const user = await this.auth.users.create({ email: profile.email, ...splitName(profile.name), email_verified: profile.emailVerified, createdVia: 'oauth' });
       await this.accounts.link(user._id, provider, accountId);
       return (await this.auth.users.findById(user._id)) ?? user;
     } catch (err) {
       // Two first logins raced (same email or same account): the other one won; resolve again.
       if (retry && (err instanceof DuplicateKeyError || (err as { code?: string }).code === 'user_exists')) {
-        return this.resolveUser(doc, profile, accountId, false);
+        return this.resolveUser(c, doc, profile, accountId, false);
       }
       throw err;
     }
   }
 
-  private pendingKey(userId: string) {
-    return `${this.prefix}pending-link:${userId}`;
+  /**
+   * The verified owner of an email takes over a user that was made from an unverified claim of it:
+   * the database first (email verified, identities unlinked), then every session ends, so a login of
+   * an unlinked identity in progress either sees the change or is ended by it (Auth.login).
+   */
+  private async claim(user: UserDoc): Promise<void> {
+    this.logger.warn({ userId: user._id, unlinked: user.oauthAccounts.map((a) => a.provider) }, 'a verified email claimed a user made from an unverified one: its other identities are unlinked and its sessions end');
+    await this.auth.users.users.updateOne({ _id: user._id }, { $set: { email_verified: true, oauthAccounts: [], updatedAt: new Date().toISOString() } });
+    await this.accounts.unlinkAll(user._id);
+    await this.auth.endAllSessions(user._id);
   }
 
-  async pendingLink(userId: string): Promise<PendingLink | null> {
-    const raw = await this.stores.forRole('sessions').get(this.pendingKey(userId));
-    return raw ? (JSON.parse(raw) as PendingLink) : null;
+  private pendingKey(bindingId: string) {
+    return `${this.prefix}pending-link:${sha256(bindingId)}`;
   }
 
-  /** Confirms the pending link of the logged-in owner; null when there is none. */
-  async confirmLink(userId: string): Promise<PendingLink | null> {
-    const raw = await this.stores.forRole('sessions').getDel(this.pendingKey(userId));
-    if (!raw) return null;
+  private async storePendingLink(c: Context, link: Omit<PendingLink, 'expiresAt'>): Promise<void> {
+    const bindingId = randomBytes(32).toString('base64url');
+    const pending: PendingLink = { ...link, expiresAt: new Date(Date.now() + PENDING_LINK_TTL * 1000).toISOString() };
+    await this.stores.forRole('sessions').set(this.pendingKey(bindingId), JSON.stringify(pending), { ttl: PENDING_LINK_TTL });
+    // Lax: set on the callback, a top-level navigation back from the provider's site.
+    this.cookie(c, PENDING_LINK_COOKIE, bindingId, PENDING_LINK_TTL, 'Lax');
+  }
+
+  /** The pending link of this browser, when it is for the logged-in user; null otherwise. */
+  async pendingLink(c: Context, userId: string): Promise<PendingLink | null> {
+    const bindingId = getCookie(c, PENDING_LINK_COOKIE);
+    if (!bindingId) return null;
+    const raw = await this.stores.forRole('sessions').get(this.pendingKey(bindingId));
+    const pending = raw ? (JSON.parse(raw) as PendingLink) : null;
+    return pending?.userId === userId ? pending : null;
+  }
+
+  /** Confirms this browser's pending link of the logged-in owner; null when there is none. */
+  async confirmLink(c: Context, userId: string): Promise<PendingLink | null> {
+    if (!(await this.pendingLink(c, userId))) return null;
+    const raw = await this.stores.forRole('sessions').getDel(this.pendingKey(getCookie(c, PENDING_LINK_COOKIE)!));
+    this.clearCookie(c, PENDING_LINK_COOKIE);
+    if (!raw) return null; // settled by a concurrent request
     const pending = JSON.parse(raw) as PendingLink;
     if (!(await this.accounts.linkIfFree(userId, pending.provider, pending.providerAccountId))) {
       throw new OAuthFlowError('account_exists', 'this OAuth account is already linked to another user');
@@ -248,8 +299,10 @@ export class OAuthFlow {
     return pending;
   }
 
-  async declineLink(userId: string): Promise<void> {
-    await this.stores.forRole('sessions').del(this.pendingKey(userId));
+  /** Declines (forgets) this browser's pending link of the logged-in owner. */
+  async declineLink(c: Context, userId: string): Promise<void> {
+    if (await this.pendingLink(c, userId)) await this.stores.forRole('sessions').del(this.pendingKey(getCookie(c, PENDING_LINK_COOKIE)!));
+    this.clearCookie(c, PENDING_LINK_COOKIE);
   }
 
   // Provider token blobs: `{namespace}:oauth_tokens:{sid}` in the configured store instance.
@@ -262,9 +315,18 @@ export class OAuthFlow {
     return `${namespace}:oauth_tokens:${sid}`;
   }
 
+  /**
+   * The blob of a live session; null when there is none or the session ended (its blob is deleted
+   * then: a blob never outlives its session, even one that expired without a logout).
+   */
   async getTokenBlob(namespace: string, sid: string, instance?: string): Promise<ProviderTokenBlob | null> {
     const raw = await this.tokenStore(instance).get(this.tokenKey(namespace, sid));
-    return raw ? (JSON.parse(raw) as ProviderTokenBlob) : null;
+    if (raw === null) return null;
+    if (!(await this.auth.sessions.isLive(sid))) {
+      await this.deleteBlobsOfSession(sid);
+      return null;
+    }
+    return JSON.parse(this.providers.secrets.open(raw)) as ProviderTokenBlob;
   }
 
   /**
@@ -279,12 +341,18 @@ export class OAuthFlow {
     return JSON.stringify([namespace, instance ?? null]);
   }
 
-  /** Writes the blob; it lives as long as a session can. */
+  /**
+   * Writes the blob of a live session, sealed with `SVC_SECRET_ENCRYPTION_KEY` (AES-256-GCM) when it
+   * is set. It expires with the session's last possible moment (the hard cap when sliding), is
+   * deleted when the session ends, and is refused for a session that already ended.
+   */
   async setTokenBlob(namespace: string, sid: string, blob: ProviderTokenBlob, instance?: string): Promise<void> {
-    const { ttl, ttlMode, maxLifetime } = this.config.auth.session;
-    const lifetime = ttlMode === 'sliding' ? maxLifetime : ttl;
-    await this.stores.forRole('sessions').sAdd(this.blobIndexKey(sid), [this.blobIndexMember(namespace, instance)], lifetime);
-    await this.tokenStore(instance).set(this.tokenKey(namespace, sid), JSON.stringify(blob), { ttl: lifetime });
+    const session = await this.auth.sessions.byHash(sid);
+    if (!session) throw new Error('setProviderTokenBlob: the session has ended');
+    const ttl = Math.ceil((this.auth.sessions.hardEnd(session) - Date.now()) / 1000);
+    if (ttl <= 0) return;
+    await this.stores.forRole('sessions').sAdd(this.blobIndexKey(sid), [this.blobIndexMember(namespace, instance)], ttl);
+    await this.tokenStore(instance).set(this.tokenKey(namespace, sid), this.providers.secrets.seal(JSON.stringify(blob)), { ttl });
   }
 
   async deleteTokenBlob(namespace: string, sid: string, instance?: string): Promise<void> {

@@ -3,22 +3,26 @@ import * as v from 'valibot';
 import type { Config } from '../../config/load.ts';
 import type { CustomTemplate } from '../../config/schema.ts';
 import type { Collection, Database } from '../../db/index.ts';
-import { AppError, notFound, validationFailed } from '../../http/errors.ts';
+import { AppError, notFound, validationFailed, type ErrorDetail } from '../../http/errors.ts';
 import { catalogEntry } from './catalog.ts';
+import { isHostName, isProviderUrlKey, providerUrlProblem } from './provider-urls.ts';
 import { SecretBox } from './secrets.ts';
 
 export const PROVIDER_COLLECTION = 'svc__core-oauthprovider';
 
 const url = v.pipe(v.string(), v.maxLength(2048), v.url('must be a URL'));
 const short = v.pipe(v.string(), v.maxLength(512));
+/** Keys that provider classes put into `https://<value>/...`: a bare host name, nothing that could steer the URL. */
+const host = v.pipe(v.string(), v.check(isHostName, 'must be a host name only (no scheme, path, port, user or spaces), e.g. dev-123.okta.com'));
 
 /** Provider `config` (SPEC.md): the known keys; built-ins may add their constructor's keys. */
 export const providerConfigSchema = v.strictObject({
-  tenant: v.optional(short),
+  tenant: v.optional(host),
   realmURL: v.optional(url),
-  domain: v.optional(short),
+  domain: v.optional(host),
   baseURL: v.optional(url),
-  authorizationServerId: v.optional(short),
+  // A path segment of Okta's URLs.
+  authorizationServerId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be an authorization server id (letters, digits, - and _)'))),
   teamId: v.optional(short),
   keyId: v.optional(short),
   authorizationEndpoint: v.optional(url),
@@ -191,15 +195,20 @@ export class ProviderService {
     if (!(await this.docs.deleteOne({ providerId }))) throw notFound('No provider with this id');
   }
 
-  /** Cross-field rules valibot cannot see: required constructor keys, custom endpoints, token persistence. */
+  /** Rules valibot cannot see: required constructor keys, custom endpoints, the URL rule (it depends on the env), token persistence. */
   private checkConfig(type: ProviderDoc['type'], providerId: string, config: ProviderConfig): void {
+    const problems: ErrorDetail[] = [];
+    for (const [key, value] of Object.entries(config)) {
+      const problem = isProviderUrlKey(key) && typeof value === 'string' ? providerUrlProblem(value, this.config.env.allowInsecureProviderUrls) : undefined;
+      if (problem) problems.push({ path: `config.${key}`, message: problem });
+    }
     const missing: string[] = [];
     if (type === 'arctic') {
       for (const key of catalogEntry(providerId)?.configKeys ?? []) if (!config[key as keyof ProviderConfig]) missing.push(key);
     } else {
       for (const key of ['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'] as const) if (!config[key]) missing.push(key);
     }
-    const details = missing.map((key) => ({ path: `config.${key}`, message: 'is required for this provider' }));
+    const details = [...problems, ...missing.map((key) => ({ path: `config.${key}`, message: 'is required for this provider' }))];
     if (config.persistProviderTokens && !config.providerTokenNamespace) {
       details.push({ path: 'config.providerTokenNamespace', message: 'is required when persistProviderTokens is true (the plugin key)' });
     }

@@ -221,6 +221,8 @@ export const catalog: CatalogEntry[] = [
     userInfo: oidc((c) => `https://${need(c, 'domain')}/userinfo`),
   },
   {
+    // authentik before 2025.10 answers `email_verified: true` for every address, checked or not:
+    // untrusted by default; admins of 2025.10 or later may set the document's trustEmailVerified.
     id: 'authentik',
     className: 'Authentik',
     label: 'authentik',
@@ -229,6 +231,7 @@ export const catalog: CatalogEntry[] = [
     defaultScopes: OIDC_SCOPES,
     create: scoped('baseURL'),
     userInfo: oidc((c) => `${trimSlash(need(c, 'baseURL'))}/application/o/userinfo/`),
+    trustEmailVerified: false,
   },
   {
     id: 'autodesk',
@@ -424,6 +427,7 @@ export const catalog: CatalogEntry[] = [
     userInfo: userinfo('https://api.figma.com/v1/me', (j) => profile({ id: j.id, email: j.email, name: j.handle, avatarUrl: j.img_url })),
   },
   {
+    // Gitea's userinfo has no `email_verified` claim: its emails count as unverified.
     id: 'gitea',
     className: 'Gitea',
     label: 'Gitea',
@@ -826,7 +830,9 @@ export const catalog: CatalogEntry[] = [
     userInfo: userinfo('https://www.strava.com/api/v3/athlete', (j) => profile({ id: j.id, name: joinName(j.firstname, j.lastname), avatarUrl: j.profile })),
   },
   {
-    // Synology SSO Server; the class calls them application id and secret.
+    // Synology SSO Server; the class calls them application id and secret. Its OIDC claims are `sub`,
+    // `username`, `email`, `groups`: `sub` is the DSM user name (no stable numeric id exists, so a
+    // renamed user becomes a new identity), and nothing says the email was checked: untrusted by default.
     id: 'synology',
     className: 'Synology',
     label: 'Synology SSO',
@@ -835,6 +841,7 @@ export const catalog: CatalogEntry[] = [
     defaultScopes: ['openid', 'email'],
     create: scoped('baseURL', 'required'),
     userInfo: oidc((c) => `${trimSlash(need(c, 'baseURL'))}/webman/sso/SSOUserInfo.cgi`),
+    trustEmailVerified: false,
   },
   {
     // The class's first argument is TikTok's "client key"; TikTok has no email in its API.

@@ -4,7 +4,7 @@
 // marks every email verified; Synology) must not log anyone into an existing account by claiming its
 // address, and must not create users that look verified.
 
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PROVIDER_COLLECTION } from '../../src/auth/oauth/providers.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
@@ -22,6 +22,8 @@ const PATHS = {
   authentik: { token: '/application/o/token/', userInfo: '/application/o/userinfo/' },
   synology: { token: '/webman/sso/SSOAccessToken.cgi', userInfo: '/webman/sso/SSOUserInfo.cgi' },
   gitea: { token: '/login/oauth/access_token', userInfo: '/login/oauth/userinfo' },
+  // Mastodon serves /oauth/authorize and /oauth/token (not arctic 3.7's /api/v1/oauth/...).
+  mastodon: { token: '/oauth/token', userInfo: '/api/v1/accounts/verify_credentials' },
 };
 type Id = keyof typeof PATHS;
 
@@ -168,10 +170,10 @@ describe('trustEmailVerified on the admin API', () => {
 
 describe('logins: an untrusted verified flag counts as unverified', () => {
   beforeAll(async () => {
-    for (const id of Object.keys(PATHS) as Id[]) await createProvider({ providerId: id, type: 'arctic', config: { baseURL: servers[id].baseURL } });
+    for (const id of ['authentik', 'synology', 'gitea'] as const) await createProvider({ providerId: id, type: 'arctic', config: { baseURL: servers[id].baseURL } });
   });
   afterAll(async () => {
-    for (const id of Object.keys(PATHS)) await admin.fetch(`/auth/providers/${id}`, { method: 'DELETE' });
+    for (const id of ['authentik', 'synology', 'gitea']) await admin.fetch(`/auth/providers/${id}`, { method: 'DELETE' });
   });
 
   for (const id of ['authentik', 'synology'] as const) {
@@ -228,5 +230,38 @@ describe('logins: an untrusted verified flag counts as unverified', () => {
     const fresh = await login('gitea', claims(name, `${name}@example.com`), servers.gitea);
     expect(fresh.location).toBe('/');
     expect((await sessionUser(fresh.b)).user).toMatchObject({ email: `${name}@example.com`, email_verified: false });
+  });
+});
+
+describe('Mastodon: the OAuth endpoints Mastodon really serves', () => {
+  afterAll(() => admin.fetch('/auth/providers/mastodon', { method: 'DELETE' }));
+
+  it('authorizes at /oauth/authorize, exchanges the code at /oauth/token, reads /api/v1/accounts/verify_credentials', async () => {
+    const server = servers.mastodon;
+    // A trailing slash on the instance URL must not double the slash of the paths.
+    await createProvider({ providerId: 'mastodon', type: 'arctic', config: { baseURL: `${server.baseURL}/` } });
+    const before = server.requests.length;
+    // Mastodon's Account entity (GET /api/v1/accounts/verify_credentials); it has no email.
+    const account = { id: '14715', username: 'trwnh', acct: 'trwnh', display_name: 'infinite love', avatar: 'https://files.example/avatars/14715.png', source: { privacy: 'public' } };
+    const { authorizeUrl, location, b } = await login('mastodon', account, server);
+
+    expect(`${authorizeUrl.origin}${authorizeUrl.pathname}`).toBe(`${server.baseURL}/oauth/authorize`);
+    const q = authorizeUrl.searchParams;
+    expect(q.get('response_type')).toBe('code');
+    expect(q.get('client_id')).toBe('svc-client');
+    expect(q.get('redirect_uri')).toBe(`${SVC_BASE}/api/auth/oauth/mastodon/callback`);
+    expect(q.get('scope')).toBe('read:accounts');
+    expect(q.get('code_challenge_method')).toBe('S256');
+
+    // Mastodon gives no email: the login ends no_email, after a successful exchange and profile call.
+    expect(location).toBe('/?auth_error=no_email');
+    expect(b.sessionId).toBeUndefined();
+    const calls = server.requests.slice(before);
+    expect(calls.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /oauth/token', 'GET /api/v1/accounts/verify_credentials']);
+    const [token, profile] = calls;
+    expect(token!.authorization).toBe(`Basic ${Buffer.from(`svc-client:${CLIENT_SECRET}`).toString('base64')}`);
+    expect(token!.form).toMatchObject({ grant_type: 'authorization_code', redirect_uri: `${SVC_BASE}/api/auth/oauth/mastodon/callback` });
+    expect(createHash('sha256').update(token!.form!.code_verifier!).digest('base64url')).toBe(q.get('code_challenge'));
+    expect(server.issued.has(profile!.authorization.replace(/^Bearer /, ''))).toBe(true);
   });
 });

@@ -11,7 +11,7 @@
  * `none`, else `createAuthorizationURL(state, scopes)`, and `validateAuthorizationCode(code[, verifier])`.
  * The few classes whose methods differ from that shape get an adapter on the instance (see `patch`).
  */
-import type { OAuth2Tokens } from 'arctic';
+import { CodeChallengeMethod, OAuth2Client, type OAuth2Tokens } from 'arctic';
 import type { ArcticClient, CatalogEntry, UserInfoSource } from './catalog-types.ts';
 import type { Profile } from './profile.ts';
 
@@ -592,6 +592,9 @@ export const catalog: CatalogEntry[] = [
     userInfo: oidc('https://api.linkedin.com/v2/userinfo'),
   },
   {
+    // arctic 3.7's class authorizes at <baseURL>/api/v1/oauth/authorize and exchanges codes at
+    // /api/v1/oauth/token, paths Mastodon does not serve (its own are /oauth/authorize, /oauth/token):
+    // the adapter sends the same requests to the real paths through arctic's generic OAuth2Client.
     // Mastodon's API never exposes the account's email; ids are per instance (one document per instance).
     id: 'mastodon',
     className: 'Mastodon',
@@ -599,7 +602,14 @@ export const catalog: CatalogEntry[] = [
     pkce: 'required',
     configKeys: ['baseURL'],
     defaultScopes: ['read:accounts'],
-    create: scoped('baseURL', 'required'),
+    create: (Class, o) => {
+      const base = trimSlash(need(o.config, 'baseURL'));
+      const oauth = new OAuth2Client(o.clientId, o.clientSecret, o.redirectUri);
+      const client = patch(scoped('baseURL', 'required')(Class, o), 'createAuthorizationURL', () => (state, verifier, scopes) =>
+        oauth.createAuthorizationURLWithPKCE(`${base}/oauth/authorize`, String(state), CodeChallengeMethod.S256, String(verifier), list(scopes).map(String)),
+      );
+      return patch(client, 'validateAuthorizationCode', () => (code, verifier) => oauth.validateAuthorizationCode(`${base}/oauth/token`, String(code), String(verifier)));
+    },
     userInfo: userinfo(
       (c) => `${trimSlash(need(c, 'baseURL'))}/api/v1/accounts/verify_credentials`,
       (j) => profile({ id: j.id, name: j.display_name || j.username, avatarUrl: j.avatar }),

@@ -228,18 +228,13 @@ export class ProviderService {
 
   /** Rules valibot cannot see: required constructor keys, custom endpoints, the URL rule (it depends on the env), token persistence. */
   private checkConfig(type: ProviderDoc['type'], providerId: string, config: ProviderConfig): void {
-    const problems: ErrorDetail[] = [];
+    const details: ErrorDetail[] = [];
     for (const [key, value] of Object.entries(config)) {
       const problem = isProviderUrlKey(key) && typeof value === 'string' ? providerUrlProblem(value, this.config.env.allowInsecureProviderUrls) : undefined;
-      if (problem) problems.push({ path: `config.${key}`, message: problem });
+      if (problem) details.push({ path: `config.${key}`, message: problem });
     }
-    const missing: string[] = [];
-    if (type === 'arctic') {
-      for (const key of catalogEntry(providerId)?.configKeys ?? []) if (!config[key as keyof ProviderConfig]) missing.push(key);
-    } else {
-      for (const key of ['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'] as const) if (!config[key]) missing.push(key);
-    }
-    const details = [...problems, ...missing.map((key) => ({ path: `config.${key}`, message: 'is required for this provider' }))];
+    const required = type === 'arctic' ? (catalogEntry(providerId)?.configKeys ?? []) : ['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'];
+    for (const key of required) if (!config[key as keyof ProviderConfig]) details.push({ path: `config.${key}`, message: 'is required for this provider' });
     if (config.persistProviderTokens && !config.providerTokenNamespace) {
       details.push({ path: 'config.providerTokenNamespace', message: 'is required when persistProviderTokens is true (the plugin key)' });
     }

@@ -1,7 +1,7 @@
 import * as arctic from 'arctic';
 import * as v from 'valibot';
 import { catalog, discoverArcticProviders } from '../../src/auth/oauth/catalog.ts';
-import { createProviderSchema, patchProviderSchema, toPublicProvider } from '../../src/auth/oauth/providers.ts';
+import { createProviderSchema, defaultTrustEmailVerified, patchProviderSchema, toPublicProvider } from '../../src/auth/oauth/providers.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 
@@ -29,7 +29,13 @@ export const availableProviders = ({ auth, config }: ServerInstance) =>
         configKeys: ['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'],
         defaultScopes: t.scopes,
       }));
-      return c.json([...builtins, ...custom].map((p) => ({ ...p, redirectUri: auth.providers.defaultRedirectUri(p.providerId) })));
+      return c.json(
+        [...builtins, ...custom].map((p) => ({
+          ...p,
+          trustEmailVerified: defaultTrustEmailVerified(p.type, p.providerId),
+          redirectUri: auth.providers.defaultRedirectUri(p.providerId),
+        })),
+      );
     },
   });
 

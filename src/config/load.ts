@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as v from 'valibot';
-import { configSchema, type FileConfig } from './schema.ts';
+import { providerUrlProblem } from '../auth/oauth/provider-urls.ts';
+import { configSchema, type CustomTemplate, type FileConfig } from './schema.ts';
 
 /** Everything svc reads from the environment (CONTRACT section 1 and SPEC.md's table), parsed once. */
 export interface EnvConfig {
@@ -23,6 +24,8 @@ export interface EnvConfig {
   serverBaseUrl?: string;
   frontendUrls: string[];
   secretEncryptionKey?: string;
+  /** `SVC_ALLOW_INSECURE_PROVIDER_URLS=1`: provider URLs may use plain http: to any host, not only to loopback. */
+  allowInsecureProviderUrls: boolean;
 }
 
 export interface Config extends FileConfig {
@@ -76,6 +79,14 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   if (env.SERVER_TOKEN_SECRET || env.SVC_SERVER_TOKEN_SECRET) {
     warnings.push('SERVER_TOKEN_SECRET / SVC_SERVER_TOKEN_SECRET are obsolete since 0.2 (sessions replaced JWTs): remove them');
   }
+  const insecure = (env.SVC_ALLOW_INSECURE_PROVIDER_URLS ?? '').trim().toLowerCase();
+  if (!['', '0', 'false', '1', 'true'].includes(insecure)) {
+    throw new ConfigError(`SVC_ALLOW_INSECURE_PROVIDER_URLS must be 1 (or true) to allow, 0 (or false) to refuse, got "${env.SVC_ALLOW_INSECURE_PROVIDER_URLS}"`);
+  }
+  const allowInsecureProviderUrls = insecure === '1' || insecure === 'true';
+  if (allowInsecureProviderUrls) {
+    warnings.push('SVC_ALLOW_INSECURE_PROVIDER_URLS=1: OAuth provider URLs may use plain http: to any host (codes and tokens cross the network in clear); for development only');
+  }
   const frontendUrls = (env.SVC_FRONTEND_URLS ?? '')
     .split(',')
     .map((s) => s.trim())
@@ -106,6 +117,7 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
       serverBaseUrl: env.SVC_SERVER_BASE_URL?.replace(/\/+$/, '') || undefined,
       frontendUrls,
       secretEncryptionKey: env.SVC_SECRET_ENCRYPTION_KEY || undefined,
+      allowInsecureProviderUrls,
     },
   };
 }
@@ -135,6 +147,16 @@ export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string[
   });
 }
 
+/** Custom templates follow the provider URL rule of the admin API (CONTRACT 5): one line per bad key. */
+function templateUrlProblems(templates: CustomTemplate[], allowInsecure: boolean): string[] {
+  return templates.flatMap((template, i) =>
+    (['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'] as const).flatMap((key) => {
+      const problem = providerUrlProblem(template[key], allowInsecure);
+      return problem ? [`auth.providers.custom.${i}.${key}: ${problem}`] : [];
+    }),
+  );
+}
+
 /**
  * Reads the app config file (if any) and the environment, validates both and applies SPEC.md's
  * defaults. Throws ConfigError naming every wrong key, so start-up fails before anything listens.
@@ -146,12 +168,14 @@ export async function loadConfig(
   const appRoot = path.resolve(processEnv.SVC_APP_PATH || process.cwd());
   const { env, warnings } = parseEnv(processEnv, appRoot);
   const { raw, source } = overrides.raw !== undefined ? { raw: overrides.raw, source: undefined } : await readConfigFile(appRoot);
+  const where = source ? path.basename(source) : 'config';
   const parsed = v.safeParse(configSchema, raw);
   if (!parsed.success) {
-    const where = source ? path.basename(source) : 'config';
     throw new ConfigError(`${where} is not valid:\n  ${describeIssues(parsed.issues).join('\n  ')}`);
   }
   const config: Config = { ...parsed.output, env, source };
+  const urlProblems = templateUrlProblems(config.auth.providers.custom, env.allowInsecureProviderUrls);
+  if (urlProblems.length) throw new ConfigError(`${where} is not valid:\n  ${urlProblems.join('\n  ')}`);
   if (env.cookieName) config.auth.cookie.name = env.cookieName;
   if (config.auth.cookie.sameSite === 'none' && !config.auth.cookie.secure) {
     throw new ConfigError('auth.cookie: sameSite "none" requires secure: true (browsers drop such cookies)');

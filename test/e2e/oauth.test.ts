@@ -1086,8 +1086,8 @@ describe('provider admin API', () => {
     expect(new Set(builtins.map((p) => p.providerId)).size).toBe(builtins.length);
     expect(builtins.find((p) => p.providerId === 'keycloak')).toMatchObject({ pkce: true, configKeys: expect.arrayContaining(['realmURL']) });
     expect(all.filter((p) => p.type === 'custom')).toEqual([
-      { providerId: 'acme', type: 'custom', label: 'Acme SSO', pkce: true, configKeys: expect.any(Array), defaultScopes: ['openid', 'email', 'profile'], redirectUri: callbackUrl('acme') },
-      { providerId: 'beta', type: 'custom', label: 'Beta ID', pkce: false, configKeys: expect.any(Array), defaultScopes: ['read:user'], redirectUri: callbackUrl('beta') },
+      { providerId: 'acme', type: 'custom', label: 'Acme SSO', pkce: true, configKeys: expect.any(Array), defaultScopes: ['openid', 'email', 'profile'], trustEmailVerified: true, redirectUri: callbackUrl('acme') },
+      { providerId: 'beta', type: 'custom', label: 'Beta ID', pkce: false, configKeys: expect.any(Array), defaultScopes: ['read:user'], trustEmailVerified: true, redirectUri: callbackUrl('beta') },
     ]);
   });
 

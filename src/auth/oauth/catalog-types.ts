@@ -48,6 +48,11 @@ export interface CatalogEntry {
   /** Builds the arctic instance. */
   create(Class: new (...args: never[]) => ArcticClient, opts: ClientOptions): ArcticClient;
   userInfo: UserInfoSource;
+  /**
+   * Default of the provider document's `trustEmailVerified` (CONTRACT 5): false where the provider's
+   * "verified" flag is known to be unreliable, so its emails count as unverified. Absent: true.
+   */
+  trustEmailVerified?: false;
   /** Where to read about registering an app at this provider (optional). */
   docs?: string;
 }

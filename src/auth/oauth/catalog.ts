@@ -11,7 +11,7 @@
  * `none`, else `createAuthorizationURL(state, scopes)`, and `validateAuthorizationCode(code[, verifier])`.
  * The few classes whose methods differ from that shape get an adapter on the instance (see `patch`).
  */
-import type { OAuth2Tokens } from 'arctic';
+import { CodeChallengeMethod, OAuth2Client, type OAuth2Tokens } from 'arctic';
 import type { ArcticClient, CatalogEntry, UserInfoSource } from './catalog-types.ts';
 import type { Profile } from './profile.ts';
 
@@ -221,6 +221,8 @@ export const catalog: CatalogEntry[] = [
     userInfo: oidc((c) => `https://${need(c, 'domain')}/userinfo`),
   },
   {
+    // authentik before 2025.10 answers `email_verified: true` for every address, checked or not:
+    // untrusted by default; admins of 2025.10 or later may set the document's trustEmailVerified.
     id: 'authentik',
     className: 'Authentik',
     label: 'authentik',
@@ -229,6 +231,7 @@ export const catalog: CatalogEntry[] = [
     defaultScopes: OIDC_SCOPES,
     create: scoped('baseURL'),
     userInfo: oidc((c) => `${trimSlash(need(c, 'baseURL'))}/application/o/userinfo/`),
+    trustEmailVerified: false,
   },
   {
     id: 'autodesk',
@@ -424,6 +427,7 @@ export const catalog: CatalogEntry[] = [
     userInfo: userinfo('https://api.figma.com/v1/me', (j) => profile({ id: j.id, email: j.email, name: j.handle, avatarUrl: j.img_url })),
   },
   {
+    // Gitea's userinfo has no `email_verified` claim: its emails count as unverified.
     id: 'gitea',
     className: 'Gitea',
     label: 'Gitea',
@@ -588,6 +592,9 @@ export const catalog: CatalogEntry[] = [
     userInfo: oidc('https://api.linkedin.com/v2/userinfo'),
   },
   {
+    // arctic 3.7's class authorizes at <baseURL>/api/v1/oauth/authorize and exchanges codes at
+    // /api/v1/oauth/token, paths Mastodon does not serve (its own are /oauth/authorize, /oauth/token):
+    // the adapter sends the same requests to the real paths through arctic's generic OAuth2Client.
     // Mastodon's API never exposes the account's email; ids are per instance (one document per instance).
     id: 'mastodon',
     className: 'Mastodon',
@@ -595,7 +602,14 @@ export const catalog: CatalogEntry[] = [
     pkce: 'required',
     configKeys: ['baseURL'],
     defaultScopes: ['read:accounts'],
-    create: scoped('baseURL', 'required'),
+    create: (Class, o) => {
+      const base = trimSlash(need(o.config, 'baseURL'));
+      const oauth = new OAuth2Client(o.clientId, o.clientSecret, o.redirectUri);
+      const client = patch(scoped('baseURL', 'required')(Class, o), 'createAuthorizationURL', () => (state, verifier, scopes) =>
+        oauth.createAuthorizationURLWithPKCE(`${base}/oauth/authorize`, String(state), CodeChallengeMethod.S256, String(verifier), list(scopes).map(String)),
+      );
+      return patch(client, 'validateAuthorizationCode', () => (code, verifier) => oauth.validateAuthorizationCode(`${base}/oauth/token`, String(code), String(verifier)));
+    },
     userInfo: userinfo(
       (c) => `${trimSlash(need(c, 'baseURL'))}/api/v1/accounts/verify_credentials`,
       (j) => profile({ id: j.id, name: j.display_name || j.username, avatarUrl: j.avatar }),
@@ -826,7 +840,9 @@ export const catalog: CatalogEntry[] = [
     userInfo: userinfo('https://www.strava.com/api/v3/athlete', (j) => profile({ id: j.id, name: joinName(j.firstname, j.lastname), avatarUrl: j.profile })),
   },
   {
-    // Synology SSO Server; the class calls them application id and secret.
+    // Synology SSO Server; the class calls them application id and secret. Its OIDC claims are `sub`,
+    // `username`, `email`, `groups`: `sub` is the DSM user name (no stable numeric id exists, so a
+    // renamed user becomes a new identity), and nothing says the email was checked: untrusted by default.
     id: 'synology',
     className: 'Synology',
     label: 'Synology SSO',
@@ -835,6 +851,7 @@ export const catalog: CatalogEntry[] = [
     defaultScopes: ['openid', 'email'],
     create: scoped('baseURL', 'required'),
     userInfo: oidc((c) => `${trimSlash(need(c, 'baseURL'))}/webman/sso/SSOUserInfo.cgi`),
+    trustEmailVerified: false,
   },
   {
     // The class's first argument is TikTok's "client key"; TikTok has no email in its API.

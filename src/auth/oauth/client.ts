@@ -3,7 +3,7 @@ import { decodeIdToken, OAuth2Client, type OAuth2Tokens } from 'arctic';
 import type { ArcticClient, CatalogEntry } from './catalog-types.ts';
 import { catalogEntry } from './catalog.ts';
 import { mapUserInfo, type Profile } from './profile.ts';
-import type { ProviderDoc } from './providers.ts';
+import { trustsEmailOf, type ProviderDoc } from './providers.ts';
 
 /** A failure of the flow with the `auth_error` code it becomes (CONTRACT section 5). */
 export class OAuthFlowError extends Error {
@@ -93,10 +93,29 @@ function builtinClient(doc: ProviderDoc, secret: string, entry: CatalogEntry): P
   };
 }
 
-/** The client for a provider document: arctic's class for built-ins, arctic's OAuth2Client for custom ones. */
+/** An untrusted provider's (`trustEmailVerified: false`) profile never says its email is verified. */
+function withoutVerifiedClaim(client: ProviderClient): ProviderClient {
+  return {
+    ...client,
+    async userInfo(tokens) {
+      const info = await client.userInfo(tokens);
+      return { ...info, profile: { ...info.profile, emailVerified: false } };
+    },
+  };
+}
+
+/**
+ * The client for a provider document: arctic's class for built-ins, arctic's OAuth2Client for custom
+ * ones. Its profile carries only a verified claim svc believes, so the account resolution and the
+ * login handlers never see one from an untrusted provider (`emailVerifiedBy` is the whole rule).
+ */
 export function providerClient(doc: ProviderDoc, clientSecret: string): ProviderClient {
-  if (doc.type === 'custom') return customClient(doc, clientSecret);
-  const entry = catalogEntry(doc.providerId);
-  if (!entry) throw new OAuthFlowError('provider_not_found', `no built-in provider "${doc.providerId}"`);
-  return builtinClient(doc, clientSecret, entry);
+  let client: ProviderClient;
+  if (doc.type === 'custom') client = customClient(doc, clientSecret);
+  else {
+    const entry = catalogEntry(doc.providerId);
+    if (!entry) throw new OAuthFlowError('provider_not_found', `no built-in provider "${doc.providerId}"`);
+    client = builtinClient(doc, clientSecret, entry);
+  }
+  return trustsEmailOf(doc) ? client : withoutVerifiedClaim(client);
 }

@@ -13,7 +13,7 @@ import { ownsEmail, type UserDoc } from '../users.ts';
 import type { AccountLinks } from './accounts.ts';
 import { OAuthFlowError, providerClient } from './client.ts';
 import { splitName, type Profile } from './profile.ts';
-import type { ProviderDoc, ProviderService } from './providers.ts';
+import { emailVerifiedBy, type ProviderDoc, type ProviderService } from './providers.ts';
 import { safeReturnPath } from './return-to.ts';
 
 export const STATE_COOKIE = 'svc_oauth_state';
@@ -173,7 +173,7 @@ export class OAuthFlow {
     }
     const profile = info.profile;
     if (!profile.email) throw new OAuthFlowError('no_email', 'the provider gave no email');
-    const verified = profile.emailVerified || doc.config.trustEmailVerified === true;
+    const verified = emailVerifiedBy(doc, profile);
     const accountId = profile.id ?? profile.email.toLowerCase();
     const identity = { ...profile, email: profile.email, emailVerified: verified };
 

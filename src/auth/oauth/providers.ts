@@ -3,22 +3,27 @@ import * as v from 'valibot';
 import type { Config } from '../../config/load.ts';
 import type { CustomTemplate } from '../../config/schema.ts';
 import type { Collection, Database } from '../../db/index.ts';
-import { AppError, notFound, validationFailed } from '../../http/errors.ts';
+import { AppError, notFound, validationFailed, type ErrorDetail } from '../../http/errors.ts';
 import { catalogEntry } from './catalog.ts';
+import type { Profile } from './profile.ts';
+import { isHostName, isProviderUrlKey, providerUrlProblem } from './provider-urls.ts';
 import { SecretBox } from './secrets.ts';
 
 export const PROVIDER_COLLECTION = 'svc__core-oauthprovider';
 
 const url = v.pipe(v.string(), v.maxLength(2048), v.url('must be a URL'));
 const short = v.pipe(v.string(), v.maxLength(512));
+/** Keys that provider classes put into `https://<value>/...`: a bare host name, nothing that could steer the URL. */
+const host = v.pipe(v.string(), v.check(isHostName, 'must be a host name only (no scheme, path, port, user or spaces), e.g. dev-123.okta.com'));
 
 /** Provider `config` (SPEC.md): the known keys; built-ins may add their constructor's keys. */
 export const providerConfigSchema = v.strictObject({
-  tenant: v.optional(short),
+  tenant: v.optional(host),
   realmURL: v.optional(url),
-  domain: v.optional(short),
+  domain: v.optional(host),
   baseURL: v.optional(url),
-  authorizationServerId: v.optional(short),
+  // A path segment of Okta's URLs.
+  authorizationServerId: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be an authorization server id (letters, digits, - and _)'))),
   teamId: v.optional(short),
   keyId: v.optional(short),
   authorizationEndpoint: v.optional(url),
@@ -44,6 +49,7 @@ export const createProviderSchema = v.strictObject({
   redirectUri: v.optional(url),
   scopes: v.optional(scopes),
   enabled: v.optional(v.boolean(), true),
+  trustEmailVerified: v.optional(v.boolean()),
   config: v.optional(providerConfigSchema, {}),
 });
 
@@ -54,6 +60,7 @@ export const patchProviderSchema = v.strictObject({
   redirectUri: v.optional(url),
   scopes: v.optional(scopes),
   enabled: v.optional(v.boolean()),
+  trustEmailVerified: v.optional(v.boolean()),
   config: v.optional(providerConfigSchema),
 });
 
@@ -68,10 +75,36 @@ export interface ProviderDoc {
   redirectUri: string;
   scopes: string[];
   enabled: boolean;
+  /** False: the provider's email counts as unverified whatever it claims (see `emailVerifiedBy`). */
+  trustEmailVerified: boolean;
   config: ProviderConfig;
   createdAt: string;
   updatedAt: string;
 }
+
+/** As stored: documents saved before `trustEmailVerified` existed lack it. */
+type StoredProviderDoc = Omit<ProviderDoc, 'trustEmailVerified'> & { trustEmailVerified?: boolean };
+
+/** CONTRACT 5: true, except built-ins whose "verified" flag is known to be unreliable (authentik, synology). */
+export function defaultTrustEmailVerified(type: ProviderDoc['type'], providerId: string): boolean {
+  return type === 'custom' || catalogEntry(providerId)?.trustEmailVerified !== false;
+}
+
+/** Whether svc believes this provider's verified flag at all; a document without the field gets the default. */
+export function trustsEmailOf(doc: Pick<StoredProviderDoc, 'type' | 'providerId' | 'trustEmailVerified'>): boolean {
+  return doc.trustEmailVerified ?? defaultTrustEmailVerified(doc.type, doc.providerId);
+}
+
+/**
+ * Whether a login's email counts as verified (SPEC.md "Account resolution order", CONTRACT 5): the
+ * provider asserts it, or `config.trustEmailVerified` forces it for a provider that says nothing;
+ * but an untrusted provider (`trustEmailVerified: false`) never verifies an email, whatever either says.
+ */
+export function emailVerifiedBy(doc: Pick<StoredProviderDoc, 'type' | 'providerId' | 'trustEmailVerified' | 'config'>, profile: Pick<Profile, 'emailVerified'>): boolean {
+  return trustsEmailOf(doc) && (profile.emailVerified || doc.config.trustEmailVerified === true);
+}
+
+const withDefaults = (doc: StoredProviderDoc): ProviderDoc => ({ ...doc, trustEmailVerified: trustsEmailOf(doc) });
 
 /** What admins see: never the secret, only whether one is set. */
 export function toPublicProvider({ _id, clientSecret, ...doc }: ProviderDoc) {
@@ -83,14 +116,14 @@ export class ProviderService {
   readonly secrets: SecretBox;
 
   private constructor(
-    private readonly docs: Collection<ProviderDoc>,
+    private readonly docs: Collection<StoredProviderDoc>,
     private readonly config: Config,
   ) {
     this.secrets = new SecretBox(config.env.secretEncryptionKey);
   }
 
   static async open(db: Database, config: Config): Promise<ProviderService> {
-    return new ProviderService(await db.collection<ProviderDoc>(PROVIDER_COLLECTION, [{ fields: ['providerId'] }]), config);
+    return new ProviderService(await db.collection<StoredProviderDoc>(PROVIDER_COLLECTION, [{ fields: ['providerId'] }]), config);
   }
 
   /** `<SVC_SERVER_BASE_URL or AUTH_CALLBACK_BASE_URL>/api/auth/oauth/<providerId>/callback`. */
@@ -102,16 +135,17 @@ export class ProviderService {
     return this.config.auth.providers.custom.find((t) => t.id === id);
   }
 
-  list(): Promise<ProviderDoc[]> {
-    return this.docs.find({}, { sort: { providerId: 1 } });
+  async list(): Promise<ProviderDoc[]> {
+    return (await this.docs.find({}, { sort: { providerId: 1 } })).map(withDefaults);
   }
 
   async listEnabled(): Promise<ProviderDoc[]> {
-    return this.docs.find({ enabled: true }, { sort: { label: 1 } });
+    return (await this.docs.find({ enabled: true }, { sort: { label: 1 } })).map(withDefaults);
   }
 
-  find(providerId: string): Promise<ProviderDoc | null> {
-    return this.docs.findOne({ providerId });
+  async find(providerId: string): Promise<ProviderDoc | null> {
+    const doc = await this.docs.findOne({ providerId });
+    return doc && withDefaults(doc);
   }
 
   async get(providerId: string): Promise<ProviderDoc> {
@@ -156,12 +190,13 @@ export class ProviderService {
       redirectUri: input.redirectUri ?? this.defaultRedirectUri(input.providerId),
       scopes,
       enabled: input.enabled,
+      trustEmailVerified: input.trustEmailVerified ?? defaultTrustEmailVerified(input.type, input.providerId),
       config,
       createdAt: now,
       updatedAt: now,
     };
     try {
-      return await this.docs.insertOne(doc);
+      return withDefaults(await this.docs.insertOne(doc));
     } catch (err) {
       if ((err as AppError).code === 'already_exists') throw new AppError(409, 'provider_exists', 'A provider with this providerId already exists');
       throw err;
@@ -171,7 +206,7 @@ export class ProviderService {
   async patch(providerId: string, patch: v.InferOutput<typeof patchProviderSchema>): Promise<ProviderDoc> {
     const doc = await this.get(providerId);
     const $set: Record<string, unknown> = { updatedAt: new Date().toISOString() };
-    for (const key of ['label', 'clientId', 'redirectUri', 'scopes', 'enabled'] as const) {
+    for (const key of ['label', 'clientId', 'redirectUri', 'scopes', 'enabled', 'trustEmailVerified'] as const) {
       if (patch[key] !== undefined) $set[key] = patch[key];
     }
     if (patch.config) {
@@ -184,22 +219,22 @@ export class ProviderService {
     if (patch.clientSecret) $set.clientSecret = this.secrets.seal(patch.clientSecret);
     const after = await this.docs.updateOne({ providerId }, update);
     if (!after) throw notFound('No provider with this id');
-    return after;
+    return withDefaults(after);
   }
 
   async delete(providerId: string): Promise<void> {
     if (!(await this.docs.deleteOne({ providerId }))) throw notFound('No provider with this id');
   }
 
-  /** Cross-field rules valibot cannot see: required constructor keys, custom endpoints, token persistence. */
+  /** Rules valibot cannot see: required constructor keys, custom endpoints, the URL rule (it depends on the env), token persistence. */
   private checkConfig(type: ProviderDoc['type'], providerId: string, config: ProviderConfig): void {
-    const missing: string[] = [];
-    if (type === 'arctic') {
-      for (const key of catalogEntry(providerId)?.configKeys ?? []) if (!config[key as keyof ProviderConfig]) missing.push(key);
-    } else {
-      for (const key of ['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'] as const) if (!config[key]) missing.push(key);
+    const details: ErrorDetail[] = [];
+    for (const [key, value] of Object.entries(config)) {
+      const problem = isProviderUrlKey(key) && typeof value === 'string' ? providerUrlProblem(value, this.config.env.allowInsecureProviderUrls) : undefined;
+      if (problem) details.push({ path: `config.${key}`, message: problem });
     }
-    const details = missing.map((key) => ({ path: `config.${key}`, message: 'is required for this provider' }));
+    const required = type === 'arctic' ? (catalogEntry(providerId)?.configKeys ?? []) : ['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'];
+    for (const key of required) if (!config[key as keyof ProviderConfig]) details.push({ path: `config.${key}`, message: 'is required for this provider' });
     if (config.persistProviderTokens && !config.providerTokenNamespace) {
       details.push({ path: 'config.providerTokenNamespace', message: 'is required when persistProviderTokens is true (the plugin key)' });
     }

@@ -1,0 +1,280 @@
+// Built-in providers end to end against local servers that serve only the real providers' paths
+// (test/support/fake-provider.ts), and the provider document field `trustEmailVerified` (CONTRACT 5;
+// OAuth issue item 2): a provider whose "verified" flag cannot be relied on (authentik before 2025.10
+// marks every email verified; Synology) must not log anyone into an existing account by claiming its
+// address, and must not create users that look verified.
+
+import { createHash, randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PROVIDER_COLLECTION } from '../../src/auth/oauth/providers.ts';
+import { createTestApp, type TestApp } from '../support/app.ts';
+import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
+import { LeakScanner } from '../support/leak-scanner.ts';
+import { Browser } from '../support/oidc.ts';
+
+const SVC_BASE = 'http://localhost:3000';
+const COOKIE = 'sid_app';
+const CLIENT_SECRET = `builtin-secret-${randomUUID()}`;
+const uniq = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+/** The real paths of each provider (arctic's classes and the catalog's user-info URLs). */
+const PATHS = {
+  authentik: { token: '/application/o/token/', userInfo: '/application/o/userinfo/' },
+  synology: { token: '/webman/sso/SSOAccessToken.cgi', userInfo: '/webman/sso/SSOUserInfo.cgi' },
+  gitea: { token: '/login/oauth/access_token', userInfo: '/login/oauth/userinfo' },
+  // Mastodon serves /oauth/authorize and /oauth/token (not arctic 3.7's /api/v1/oauth/...).
+  mastodon: { token: '/oauth/token', userInfo: '/api/v1/accounts/verify_credentials' },
+};
+type Id = keyof typeof PATHS;
+
+interface User {
+  id: string;
+  email: string;
+  email_verified: boolean;
+  oauthAccounts: { provider: string; providerAccountId: string }[];
+}
+
+let t: TestApp;
+let scan: LeakScanner;
+let admin: Browser;
+const servers = {} as Record<Id, FakeProvider>;
+const browser = () => new Browser(scan.wrap(t.fetch), { svcBase: SVC_BASE, cookieName: COOKIE });
+
+beforeAll(async () => {
+  for (const id of Object.keys(PATHS) as Id[]) servers[id] = await startFakeProvider(PATHS[id]);
+  scan = new LeakScanner(COOKIE, { tokenSets: Object.values(servers).map((s) => s.issued) });
+  scan.addSecret(CLIENT_SECRET, 'client secret');
+  t = await createTestApp({
+    config: {
+      auth: {
+        providers: {
+          custom: [{ id: 'acme', displayName: 'Acme', authorizationEndpoint: 'https://a.example/auth', tokenEndpoint: 'https://a.example/token', userInfoEndpoint: 'https://a.example/me' }],
+        },
+      },
+    },
+  });
+  admin = browser();
+  const adminUser = await t.createUser({ admin: true });
+  expect((await admin.passwordLogin(adminUser.email, adminUser.password)).status).toBe(200);
+});
+afterEach(() => scan.verify());
+afterAll(async () => {
+  await t?.close();
+  await Promise.all(Object.values(servers).map((s) => s.close()));
+});
+
+async function createProvider(body: Record<string, unknown>) {
+  const res = await admin.fetch('/auth/providers', { method: 'POST', json: { clientId: 'svc-client', clientSecret: CLIENT_SECRET, ...body } });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 201) throw new Error(`POST /auth/providers answered ${res.status}: ${JSON.stringify(json)}`);
+  return json;
+}
+
+/**
+ * A login through svc: start (svc's authorize URL), then the provider's redirect back with a code,
+ * delivered by the test; svc exchanges the code and reads the user info at the local server.
+ */
+async function login(providerId: string, userInfo: Record<string, unknown>, server: FakeProvider) {
+  server.setUserInfo(userInfo);
+  const b = browser();
+  const { authorizeUrl } = await b.start(providerId);
+  expect(authorizeUrl, providerId).not.toBeNull();
+  const callback = new URL(`${SVC_BASE}/api/auth/oauth/${providerId}/callback`);
+  callback.searchParams.set('code', uniq('code'));
+  callback.searchParams.set('state', authorizeUrl!.searchParams.get('state')!);
+  const res = await b.callback(callback);
+  return { b, res, authorizeUrl: authorizeUrl!, location: res.headers.get('location') };
+}
+
+async function sessionUser(b: Browser): Promise<{ userId: string; user: User }> {
+  const res = await b.fetch('/auth/session?expand=user');
+  expect(res.status).toBe(200);
+  return (await res.json()) as { userId: string; user: User };
+}
+
+const userById = async (id: string) => (await (await admin.fetch(`/auth/users/${id}`)).json()) as User;
+
+describe('trustEmailVerified on the admin API', () => {
+  it('GET /auth/available-providers: false for authentik and synology, true for every other entry and the custom templates', async () => {
+    const all = (await (await admin.fetch('/auth/available-providers')).json()) as { providerId: string; type: string; trustEmailVerified: unknown }[];
+    expect(all.length).toBeGreaterThan(60);
+    for (const p of all) expect(typeof p.trustEmailVerified, p.providerId).toBe('boolean');
+    expect(all.filter((p) => p.trustEmailVerified === false).map((p) => p.providerId)).toEqual(['authentik', 'synology']);
+    expect(all.find((p) => p.type === 'custom')).toMatchObject({ providerId: 'acme', trustEmailVerified: true });
+  });
+
+  it('POST takes the default of the providerId unless given; PATCH changes it; GET returns it', async () => {
+    const cases: [Record<string, unknown>, boolean][] = [
+      [{ providerId: 'authentik', type: 'arctic', config: { baseURL: 'https://auth.example.com' } }, false],
+      [{ providerId: 'synology', type: 'arctic', config: { baseURL: 'https://nas.example.com' } }, false],
+      [{ providerId: 'gitea', type: 'arctic', config: { baseURL: 'https://git.example.com' } }, true],
+      [{ providerId: 'acme', type: 'custom' }, true],
+      [{ providerId: 'google', type: 'arctic', trustEmailVerified: false }, false],
+    ];
+    try {
+      for (const [body, expected] of cases) expect((await createProvider(body)).trustEmailVerified, String(body.providerId)).toBe(expected);
+      const list = (await (await admin.fetch('/auth/providers')).json()) as { id: string; trustEmailVerified: boolean }[];
+      expect(Object.fromEntries(list.map((p) => [p.id, p.trustEmailVerified]))).toEqual({ authentik: false, synology: false, gitea: true, acme: true, google: false });
+
+      const on = await admin.fetch('/auth/providers/authentik', { method: 'PATCH', json: { trustEmailVerified: true } });
+      expect(on.status).toBe(200);
+      expect(await on.json()).toMatchObject({ id: 'authentik', trustEmailVerified: true, config: { baseURL: 'https://auth.example.com' } });
+      const unrelated = await admin.fetch('/auth/providers/authentik', { method: 'PATCH', json: { label: 'Company SSO' } });
+      expect(await unrelated.json()).toMatchObject({ label: 'Company SSO', trustEmailVerified: true });
+
+      for (const [method, path, json] of [
+        ['POST', '/auth/providers', { providerId: 'gitlab', type: 'arctic', clientId: 'c', config: { baseURL: 'https://gitlab.com' }, trustEmailVerified: 'yes' }],
+        ['PATCH', '/auth/providers/gitea', { trustEmailVerified: 1 }],
+      ] as const) {
+        const res = await admin.fetch(path, { method, json });
+        expect(res.status, method).toBe(400);
+        const body = (await res.json()) as { error: { code: string; details: { path: string }[] } };
+        expect(body.error.code).toBe('validation_failed');
+        expect(body.error.details.map((d) => d.path)).toContain('trustEmailVerified');
+      }
+      expect(((await (await admin.fetch('/auth/providers')).json()) as { id: string }[]).map((p) => p.id)).not.toContain('gitlab');
+    } finally {
+      for (const [body] of cases) await admin.fetch(`/auth/providers/${String(body.providerId)}`, { method: 'DELETE' });
+    }
+  });
+
+  it('documents saved before the field existed read with the default of their providerId', async () => {
+    const docs = await t.instance.db.collection<Record<string, unknown> & { _id: string }>(PROVIDER_COLLECTION);
+    const now = new Date().toISOString();
+    const legacy = (providerId: string, config: Record<string, unknown>) => ({
+      _id: randomUUID(),
+      providerId,
+      type: 'arctic',
+      label: providerId,
+      clientId: 'c',
+      redirectUri: `${SVC_BASE}/api/auth/oauth/${providerId}/callback`,
+      scopes: [],
+      enabled: false,
+      config,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await docs.insertOne(legacy('authentik', { baseURL: 'https://auth.example.com' }));
+    await docs.insertOne(legacy('keycloak', { realmURL: 'https://sso.example.com/realms/x' }));
+    try {
+      const list = (await (await admin.fetch('/auth/providers')).json()) as { id: string; trustEmailVerified: boolean }[];
+      expect(list.find((p) => p.id === 'authentik')?.trustEmailVerified).toBe(false);
+      expect(list.find((p) => p.id === 'keycloak')?.trustEmailVerified).toBe(true);
+      const patched = await admin.fetch('/auth/providers/authentik', { method: 'PATCH', json: { enabled: true } });
+      expect(await patched.json()).toMatchObject({ enabled: true, trustEmailVerified: false });
+    } finally {
+      for (const id of ['authentik', 'keycloak']) await admin.fetch(`/auth/providers/${id}`, { method: 'DELETE' });
+    }
+  });
+});
+
+describe('logins: an untrusted verified flag counts as unverified', () => {
+  beforeAll(async () => {
+    for (const id of ['authentik', 'synology', 'gitea'] as const) await createProvider({ providerId: id, type: 'arctic', config: { baseURL: servers[id].baseURL } });
+  });
+  afterAll(async () => {
+    for (const id of ['authentik', 'synology', 'gitea']) await admin.fetch(`/auth/providers/${id}`, { method: 'DELETE' });
+  });
+
+  for (const id of ['authentik', 'synology'] as const) {
+    it(`${id}: an account claiming an existing user's address ("email_verified": true) does not get into that account`, async () => {
+      const owner = await t.createUser({ email: `${uniq('owner')}@example.com` });
+      const before = servers[id].requests.length;
+      const { b, location } = await login(id, { sub: uniq('intruder'), email: owner.email, email_verified: true, name: 'Not The Owner' }, servers[id]);
+      expect(location).toBe('/?auth_error=account_exists');
+      expect(b.sessionId).toBeUndefined();
+      expect((await userById(owner.id)).oauthAccounts).toEqual([]);
+      // The refusal came after a real code exchange and user-info call at the provider's own paths.
+      expect(servers[id].requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual([`POST ${PATHS[id].token}`, `GET ${PATHS[id].userInfo}`]);
+    });
+
+    it(`${id}: a new user made from its "verified" email has email_verified false`, async () => {
+      const sub = uniq('newcomer');
+      const email = `${sub}@example.com`;
+      const { b, location } = await login(id, { sub, email, email_verified: true, username: sub }, servers[id]);
+      expect(location).toBe('/');
+      const { user } = await sessionUser(b);
+      expect(user).toMatchObject({ email, email_verified: false, oauthAccounts: [{ provider: id, providerAccountId: sub }] });
+    });
+  }
+
+  it('authentik 2025.10 or later: with trustEmailVerified turned on, its verified email links the existing user', async () => {
+    expect((await admin.fetch('/auth/providers/authentik', { method: 'PATCH', json: { trustEmailVerified: true } })).status).toBe(200);
+    try {
+      const owner = await t.createUser({ email: `${uniq('owner')}@example.com` });
+      const sub = uniq('owner-at-authentik');
+      const { b, location } = await login('authentik', { sub, email: owner.email, email_verified: true }, servers.authentik);
+      expect(location).toBe('/');
+      const session = await sessionUser(b);
+      expect(session.userId).toBe(owner.id);
+      expect(session.user.oauthAccounts).toEqual([{ provider: 'authentik', providerAccountId: sub }]);
+      // And an address authentik itself marks unverified still is.
+      const other = await t.createUser({ email: `${uniq('owner')}@example.com` });
+      expect((await login('authentik', { sub: uniq('x'), email: other.email, email_verified: false }, servers.authentik)).location).toBe('/?auth_error=account_exists');
+    } finally {
+      await admin.fetch('/auth/providers/authentik', { method: 'PATCH', json: { trustEmailVerified: false } });
+    }
+  });
+
+  it('an untrusted provider wins over config.trustEmailVerified', async () => {
+    expect((await admin.fetch('/auth/providers/authentik', { method: 'PATCH', json: { config: { trustEmailVerified: true } } })).status).toBe(200);
+    try {
+      const owner = await t.createUser({ email: `${uniq('owner')}@example.com` });
+      expect((await login('authentik', { sub: uniq('i'), email: owner.email, email_verified: true }, servers.authentik)).location).toBe('/?auth_error=account_exists');
+      const sub = uniq('n');
+      const fresh = await login('authentik', { sub, email: `${sub}@example.com` }, servers.authentik);
+      expect((await sessionUser(fresh.b)).user.email_verified).toBe(false);
+    } finally {
+      await admin.fetch('/auth/providers/authentik', { method: 'PATCH', json: { config: { trustEmailVerified: false } } });
+    }
+  });
+
+  it('gitea: its user info has no email_verified at all, so its emails are unverified (trusted provider)', async () => {
+    const list = (await (await admin.fetch('/auth/providers')).json()) as { id: string; trustEmailVerified: boolean }[];
+    expect(list.find((p) => p.id === 'gitea')?.trustEmailVerified).toBe(true);
+    // Gitea's /login/oauth/userinfo: sub, name, preferred_username, email, picture, groups.
+    const owner = await t.createUser({ email: `${uniq('owner')}@example.com` });
+    const claims = (login: string, email: string) => ({ sub: String(Math.floor(Math.random() * 1e6)), name: login, preferred_username: login, email, picture: 'https://git.example.com/avatar/1', groups: null });
+    const squat = await login('gitea', claims('squatter', owner.email), servers.gitea);
+    expect(squat.location).toBe('/?auth_error=account_exists');
+    expect((await userById(owner.id)).oauthAccounts).toEqual([]);
+
+    const name = uniq('dev');
+    const fresh = await login('gitea', claims(name, `${name}@example.com`), servers.gitea);
+    expect(fresh.location).toBe('/');
+    expect((await sessionUser(fresh.b)).user).toMatchObject({ email: `${name}@example.com`, email_verified: false });
+  });
+});
+
+describe('Mastodon: the OAuth endpoints Mastodon really serves', () => {
+  afterAll(() => admin.fetch('/auth/providers/mastodon', { method: 'DELETE' }));
+
+  it('authorizes at /oauth/authorize, exchanges the code at /oauth/token, reads /api/v1/accounts/verify_credentials', async () => {
+    const server = servers.mastodon;
+    // A trailing slash on the instance URL must not double the slash of the paths.
+    await createProvider({ providerId: 'mastodon', type: 'arctic', config: { baseURL: `${server.baseURL}/` } });
+    const before = server.requests.length;
+    // Mastodon's Account entity (GET /api/v1/accounts/verify_credentials); it has no email.
+    const account = { id: '14715', username: 'trwnh', acct: 'trwnh', display_name: 'infinite love', avatar: 'https://files.example/avatars/14715.png', source: { privacy: 'public' } };
+    const { authorizeUrl, location, b } = await login('mastodon', account, server);
+
+    expect(`${authorizeUrl.origin}${authorizeUrl.pathname}`).toBe(`${server.baseURL}/oauth/authorize`);
+    const q = authorizeUrl.searchParams;
+    expect(q.get('response_type')).toBe('code');
+    expect(q.get('client_id')).toBe('svc-client');
+    expect(q.get('redirect_uri')).toBe(`${SVC_BASE}/api/auth/oauth/mastodon/callback`);
+    expect(q.get('scope')).toBe('read:accounts');
+    expect(q.get('code_challenge_method')).toBe('S256');
+
+    // Mastodon gives no email: the login ends no_email, after a successful exchange and profile call.
+    expect(location).toBe('/?auth_error=no_email');
+    expect(b.sessionId).toBeUndefined();
+    const calls = server.requests.slice(before);
+    expect(calls.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /oauth/token', 'GET /api/v1/accounts/verify_credentials']);
+    const [token, profile] = calls;
+    expect(token!.authorization).toBe(`Basic ${Buffer.from(`svc-client:${CLIENT_SECRET}`).toString('base64')}`);
+    expect(token!.form).toMatchObject({ grant_type: 'authorization_code', redirect_uri: `${SVC_BASE}/api/auth/oauth/mastodon/callback` });
+    expect(createHash('sha256').update(token!.form!.code_verifier!).digest('base64url')).toBe(q.get('code_challenge'));
+    expect(server.issued.has(profile!.authorization.replace(/^Bearer /, ''))).toBe(true);
+  });
+});

@@ -1,5 +1,6 @@
 import type { RouteDefinition } from '../src/http/route.ts';
 import type { ServerInstance } from '../src/instance.ts';
+import { changeOwnPassword, endOwnSession, listOwnSessions } from './auth/account.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { oauthCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
 import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
@@ -14,6 +15,9 @@ const factories = [
   logout,
   logoutAll,
   session,
+  listOwnSessions,
+  endOwnSession,
+  changeOwnPassword,
   createUser,
   listUsers,
   getUser,

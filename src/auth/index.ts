@@ -1,3 +1,4 @@
+import Bowser from 'bowser';
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Config } from '../config/load.ts';
@@ -9,9 +10,10 @@ import type { Stores } from '../store/index.ts';
 import { AccountLinks } from './oauth/accounts.ts';
 import { OAuthFlow, type OAuthLoginHandler, type ProviderTokenBlob } from './oauth/flow.ts';
 import { ProviderService } from './oauth/providers.ts';
+import { clientIp } from './client-ip.ts';
 import { LoginRateLimit } from './rate-limit.ts';
 import { WorkSessions } from './work-sessions.ts';
-import { SessionService, type Session } from './sessions.ts';
+import { SessionService, type Session, type SessionOrigin } from './sessions.ts';
 import { isAdmin, UserService, type UserDoc, type UserPatch } from './users.ts';
 
 /** A `can()` resolver: true or false decides, undefined abstains (CONTRACT section 4). */
@@ -147,7 +149,7 @@ export class Auth {
     let current: UserDoc | null = user;
     for (let attempt = 0; attempt < 3; attempt++) {
       if (!current || !stillValid(current)) return null;
-      const { id, session } = await this.sessions.create({ userId: current._id, isAdmin: isAdmin(current), provider });
+      const { id, session } = await this.sessions.create({ userId: current._id, isAdmin: isAdmin(current), provider }, this.origin(c));
       let fresh: UserDoc | null;
       try {
         fresh = await this.users.findById(current._id);
@@ -163,6 +165,18 @@ export class Auth {
       current = fresh;
     }
     throw new AppError(503, 'unavailable', 'The account changed during the login; try again');
+  }
+
+  /** Where a new session comes from, for its owner's list of sessions (`GET /auth/sessions`). */
+  private origin(c: Context): SessionOrigin {
+    const ua = c.req.header('user-agent')?.slice(0, 512) ?? '';
+    let device = 'Unknown device';
+    if (ua) {
+      // bowser reads the User-Agent (no home-made parsing); the label is for a person, not for logic.
+      const { browser, os } = Bowser.parse(ua);
+      device = [browser.name && `${browser.name}${browser.version ? ` ${browser.version.split('.')[0]}` : ''}`, os.name && `on ${os.name}`].filter(Boolean).join(' ') || ua.slice(0, 60);
+    }
+    return { ip: clientIp(c, this.config.server.trustProxy), device };
   }
 
   /** Runs when sessions end (logout, logout-all, hard cap, found expired), e.g. to delete token blobs; gets each `sid`. */

@@ -10,6 +10,32 @@ export interface SessionRecord extends AuthUser {
   expiresAt: number;
 }
 
+/** Where and from what a session was created (`GET /auth/sessions`). */
+export interface SessionOrigin {
+  ip: string;
+  device: string;
+}
+
+/** A live session as its owner sees it in `GET /auth/sessions`. */
+export interface SessionInfo extends Session, Partial<SessionOrigin> {
+  /** The id its owner sees: derived one-way from the store hash, so neither the cookie value nor the hash. */
+  publicId: string;
+  /** Last request, to the minute (SEEN_INTERVAL); the creation time until the first write. */
+  lastSeenAt: number;
+}
+
+/** One-way from the store hash: a public id reveals neither the cookie value nor the store key. */
+export const publicSessionId = (hash: string) => createHash('sha256').update(`svc-session-public:${hash}`).digest('base64url').slice(0, 22);
+
+/**
+ * "Last seen" is written at most once per session per minute per instance, in its own key (never
+ * by rewriting the record, which would race an admin's rewrite of `isAdmin`), and without waiting:
+ * the hot path stays one store command per request, plus one write per minute per active session.
+ */
+export const SEEN_INTERVAL_MS = 60_000;
+/** Bounds the memory of which sessions this instance marked seen recently. */
+const SEEN_MEMORY = 50_000;
+
 export interface Session extends SessionRecord {
   /** SHA-256 hex of the id: the store key's suffix and the `sid` given to plugins. */
   hash: string;
@@ -36,6 +62,8 @@ export class SessionService {
   private readonly touched = new Set<string>();
   private readonly cleanupTimer: NodeJS.Timeout;
   private readonly endListeners: ((hashes: string[]) => Promise<void>)[] = [];
+  /** hash -> when this instance last wrote its "last seen" (insertion order = age, for eviction). */
+  private readonly seenWritten = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
@@ -58,6 +86,15 @@ export class SessionService {
     return `${this.prefix}user-sessions:${userId}`;
   }
 
+  private seenKey(hash: string) {
+    return `${this.prefix}session-seen:${hash}`;
+  }
+
+  /** Where the session was created (`SessionOrigin`): beside the record, whose shape CONTRACT fixes. */
+  private originKey(hash: string) {
+    return `${this.prefix}session-origin:${hash}`;
+  }
+
   /** Longest a session can live: the index lives as long. */
   private get lifetime(): number {
     return this.sliding ? Math.ceil(this.maxLifetimeMs / 1000) : this.ttl;
@@ -68,13 +105,20 @@ export class SessionService {
    * index first: a session that logout-all and password changes cannot find must never exist. When
    * the second write fails, the index holds a hash with no session, which readers prune.
    */
-  async create(user: AuthUser): Promise<{ id: string; session: Session }> {
+  async create(user: AuthUser, origin?: SessionOrigin): Promise<{ id: string; session: Session }> {
     const id = randomBytes(32).toString('base64url');
     const hash = hashSessionId(id);
     const createdAt = this.now();
-    const record: SessionRecord = { userId: user.userId, isAdmin: user.isAdmin, provider: user.provider, createdAt, expiresAt: createdAt + this.ttl * 1000 };
+    const record: SessionRecord = {
+      userId: user.userId,
+      isAdmin: user.isAdmin,
+      provider: user.provider,
+      createdAt,
+      expiresAt: createdAt + this.ttl * 1000,
+    };
     await this.store.sAdd(this.indexKey(user.userId), [hash], this.lifetime);
     this.touched.add(user.userId);
+    if (origin) await this.store.set(this.originKey(hash), JSON.stringify(origin), { ttl: this.lifetime });
     await this.store.set(this.key(hash), JSON.stringify(record), { ttl: this.ttl });
     return { id, session: { ...record, hash } };
   }
@@ -101,7 +145,13 @@ export class SessionService {
   }
 
   private async ended(hashes: string[]): Promise<void> {
-    if (hashes.length) for (const listener of this.endListeners) await listener(hashes);
+    if (!hashes.length) return;
+    for (const hash of hashes) {
+      this.seenWritten.delete(hash);
+      await this.store.del(this.seenKey(hash));
+      await this.store.del(this.originKey(hash));
+    }
+    for (const listener of this.endListeners) await listener(hashes);
   }
 
   /**
@@ -124,7 +174,50 @@ export class SessionService {
       }
       record.expiresAt = Math.min(now + this.ttl * 1000, hardEnd);
     }
+    this.markSeen(hash, now);
     return { ...record, hash };
+  }
+
+  /** Amortized "last seen" (SEEN_INTERVAL_MS); a failed write is retried on a later request. */
+  private markSeen(hash: string, now: number): void {
+    const last = this.seenWritten.get(hash);
+    if (last !== undefined && now - last < SEEN_INTERVAL_MS) return;
+    this.seenWritten.delete(hash);
+    this.seenWritten.set(hash, now);
+    if (this.seenWritten.size > SEEN_MEMORY) this.seenWritten.delete(this.seenWritten.keys().next().value!);
+    this.store.set(this.seenKey(hash), String(now), { ttl: this.lifetime }).catch((err: Error) => {
+      this.seenWritten.delete(hash);
+      this.logger.debug({ err: err.message }, 'session last-seen write failed');
+    });
+  }
+
+  /** The live sessions of a user, newest first; index entries of ended sessions are pruned. */
+  async list(userId: string): Promise<SessionInfo[]> {
+    const hashes = await this.store.sMembers(this.indexKey(userId));
+    const live: SessionInfo[] = [];
+    const dead: string[] = [];
+    for (const hash of hashes) {
+      const session = await this.byHash(hash);
+      if (!session) {
+        dead.push(hash);
+        continue;
+      }
+      const seen = Number(await this.store.get(this.seenKey(hash)));
+      const origin = await this.store.get(this.originKey(hash));
+      live.push({ ...session, ...(origin ? (JSON.parse(origin) as SessionOrigin) : {}), publicId: publicSessionId(hash), lastSeenAt: Math.max(seen || 0, session.createdAt) });
+    }
+    if (dead.length) await this.store.sRem(this.indexKey(userId), dead);
+    return live.sort((a, b) => b.createdAt - a.createdAt);
+  }
+
+  /** Ends the session of `userId` whose public id is `publicId`; null when it is not one of theirs. */
+  async destroyByPublicId(userId: string, publicId: string): Promise<Session | null> {
+    const session = (await this.list(userId)).find((s) => s.publicId === publicId);
+    if (!session) return null;
+    if (!(await this.store.del(this.key(session.hash)))) return null;
+    await this.store.sRem(this.indexKey(userId), [session.hash]);
+    await this.ended([session.hash]);
+    return session;
   }
 
   /**

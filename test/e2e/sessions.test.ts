@@ -193,9 +193,13 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
         expect(await store.get(`${a.keyPrefix}session:${id}`)).toBeNull();
         expect(await store.sMembers(`${a.keyPrefix}user-sessions:${user.id}`)).toEqual([hash]);
 
-        // Everything under the prefix: a session key, the index, nothing else; the raw id nowhere.
+        // Everything under the prefix: a session key, the index, where the session came from (for
+        // GET /auth/sessions), nothing else; the raw id nowhere.
         const dump = await dumpStore(a, url ?? undefined);
-        expect([...dump.keys()].sort()).toEqual([`${a.keyPrefix}session:${hash}`, `${a.keyPrefix}user-sessions:${user.id}`].sort());
+        expect([...dump.keys()].sort()).toEqual(
+          [`${a.keyPrefix}session:${hash}`, `${a.keyPrefix}user-sessions:${user.id}`, `${a.keyPrefix}session-origin:${hash}`].sort(),
+        );
+        expect(Object.keys(JSON.parse(dump.get(`${a.keyPrefix}session-origin:${hash}`)!)).sort()).toEqual(['device', 'ip']);
         for (const [key, value] of dump) {
           expect(key).not.toContain(id);
           expect(value).not.toContain(id);
@@ -619,7 +623,9 @@ describe.skipIf(!redisUrl)('one store command per authenticated request (private
 
   const N = 25;
 
-  it('sliding: N authenticated requests send exactly N GETEX and nothing else', async () => {
+  // Besides the one read per request, "last seen" (GET /auth/sessions) is written at most once per
+  // session per minute per instance: here, once.
+  it('sliding: N authenticated requests send exactly N GETEX, and one last-seen SET', async () => {
     const a = await createTestApp({ redisUrl: redis.url });
     apps.push(a);
     const admin = await a.createUser({ admin: true });
@@ -628,10 +634,10 @@ describe.skipIf(!redisUrl)('one store command per authenticated request (private
     const calls = await commandsDuring(async () => {
       for (let i = 0; i < N; i++) expect((await c.fetch(i % 2 ? '/auth/session' : '/auth/users')).status).toBe(200);
     });
-    expect(Object.fromEntries(calls)).toEqual({ getex: N });
+    expect(Object.fromEntries(calls)).toEqual({ getex: N, set: 1 });
   });
 
-  it('absolute: N authenticated requests send exactly N GET and nothing else', async () => {
+  it('absolute: N authenticated requests send exactly N GET, and one last-seen SET', async () => {
     const a = await createTestApp({ redisUrl: redis.url, config: { auth: { session: { ttlMode: 'absolute' } } } });
     apps.push(a);
     const user = await a.createUser();
@@ -640,7 +646,7 @@ describe.skipIf(!redisUrl)('one store command per authenticated request (private
     const calls = await commandsDuring(async () => {
       for (let i = 0; i < N; i++) expect((await c.fetch('/auth/session')).status).toBe(200);
     });
-    expect(Object.fromEntries(calls)).toEqual({ get: N });
+    expect(Object.fromEntries(calls)).toEqual({ get: N, set: 1 });
   });
 
   it('a malformed cookie costs no store command; an unknown well-formed one costs one', async () => {

@@ -1,0 +1,97 @@
+import * as v from 'valibot';
+import { clientIp } from '../../src/auth/client-ip.ts';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
+import { AppError, notFound } from '../../src/http/errors.ts';
+import { defineRoute } from '../../src/http/route.ts';
+import type { ServerInstance } from '../../src/instance.ts';
+
+// Account self-service (CONTRACT section 10): what a signed-in user does without an admin.
+
+const tags = ['account'];
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** `GET /auth/sessions`: the caller's live sessions, newest first, the current one marked. */
+export const listOwnSessions = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/sessions',
+    onRequest: auth.authenticate(),
+    schema: {
+      summary: 'Your live sessions',
+      description: '`id` is an opaque public id (never the cookie value). `lastSeenAt` is precise to a minute.',
+      tags,
+    },
+    handler: async (c) => {
+      const current = c.get('session')!;
+      const items = (await auth.sessions.list(current.userId)).map((s) => ({
+        id: s.publicId,
+        createdAt: iso(s.createdAt),
+        lastSeenAt: iso(s.lastSeenAt),
+        ip: s.ip ?? null,
+        device: s.device ?? null,
+        current: s.hash === current.hash,
+      }));
+      return c.json({ items });
+    },
+  });
+
+/** `DELETE /auth/sessions/:id`: ends one of the caller's sessions, on every instance at once. */
+export const endOwnSession = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'DELETE',
+    path: '/auth/sessions/:id',
+    onRequest: auth.authenticate(),
+    schema: {
+      summary: 'End one of your sessions',
+      description: 'Ending the current session works like logout (the cookie is cleared).',
+      tags,
+      params: v.strictObject({ id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{22}$/, 'must be a session id from GET /auth/sessions')) }),
+    },
+    handler: async (c, { params }) => {
+      const current = c.get('session')!;
+      const ended = await auth.sessions.destroyByPublicId(current.userId, params.id);
+      if (!ended) throw notFound('No live session of yours has this id');
+      if (ended.hash === current.hash) auth.clearSessionCookie(c);
+      return c.body(null, 204);
+    },
+  });
+
+const passwordBody = v.strictObject({
+  currentPassword: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)),
+  newPassword: v.pipe(v.string(), v.minLength(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`), v.maxLength(MAX_PASSWORD_LENGTH)),
+});
+
+/**
+ * `POST /auth/password`: the caller changes their own password. The current password is checked
+ * under the login limits (429 `too_many_attempts`); every other session of the user ends.
+ */
+export const changeOwnPassword = ({ auth, config }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/password',
+    onRequest: auth.authenticate(),
+    schema: {
+      summary: 'Change your password',
+      description: 'Ends every other session of yours. 401 `invalid_credentials` for a wrong current password, 409 `no_password` for an account that logs in only with OAuth.',
+      tags,
+      body: passwordBody,
+    },
+    handler: async (c, { body }) => {
+      const current = c.get('session')!;
+      const user = await auth.users.get(current.userId);
+      if (!user.passwordHash) throw new AppError(409, 'no_password', 'This account has no password: it logs in with OAuth');
+      const ip = clientIp(c, config.server.trustProxy);
+      await auth.loginLimit.check(user.email, ip);
+      let checked;
+      try {
+        checked = await auth.users.checkPassword(user.email, body.currentPassword);
+      } catch (err) {
+        await auth.loginLimit.release(user.email, ip).catch(() => {});
+        throw err;
+      }
+      if (checked?._id !== user._id) throw new AppError(401, 'invalid_credentials', 'The current password is wrong');
+      await auth.loginLimit.succeed(user.email, ip);
+      await auth.updateUser(user._id, { password: body.newPassword }, current.hash);
+      return c.body(null, 204);
+    },
+  });

@@ -2,6 +2,7 @@ import type { RouteDefinition } from '../src/http/route.ts';
 import type { ServerInstance } from '../src/instance.ts';
 import { changeOwnPassword, endOwnSession, listOwnSessions } from './auth/account.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
+import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
 import { oauthCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
 import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
 import { login, logout, logoutAll, session } from './auth/session.ts';
@@ -18,6 +19,10 @@ const factories = [
   listOwnSessions,
   endOwnSession,
   changeOwnPassword,
+  enrollTotp,
+  confirmTotp,
+  disableTotp,
+  loginTotp,
   createUser,
   listUsers,
   getUser,

@@ -1,8 +1,12 @@
+import type { Context } from 'hono';
 import { getCookie } from 'hono/cookie';
+import type { Auth } from '../../src/auth/index.ts';
+import { totpEnabled } from '../../src/auth/totp.ts';
+import type { AppEnv } from '../../src/http/env.ts';
 import * as v from 'valibot';
 import { clientIp } from '../../src/auth/client-ip.ts';
 import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
-import { toPublicUser } from '../../src/auth/users.ts';
+import { toPublicUser, type UserDoc } from '../../src/auth/users.ts';
 import { AppError } from '../../src/http/errors.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import { emailSchema } from '../../src/http/schemas.ts';
@@ -43,14 +47,26 @@ export const login = ({ auth, config }: ServerInstance) =>
         throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
       }
       await auth.loginLimit.succeed(body.email, ip);
-      // The password checked was this hash: a password changed meanwhile refuses the login (finding 3).
-      const started = await auth.login(c, user, 'password', (fresh) => fresh.passwordHash === user.passwordHash);
-      if (!started) throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
-      const { session } = started;
-      const { id, email, firstname, lastname, isAdmin } = toPublicUser(started.user);
-      return c.json({ user: { id, email, firstname, lastname, isAdmin }, expiresAt: iso(session.expiresAt) });
+      if (totpEnabled(user)) {
+        // Second step: POST /auth/login/totp with the code, from this browser (CONTRACT section 10).
+        await auth.mfa.start(c, { userId: user._id, passwordHash: user.passwordHash ?? null, provider: 'password' });
+        return c.json({ mfaRequired: true });
+      }
+      return startSession(c, auth, user, 'password');
     },
   });
+
+/**
+ * The end of every successful login (password, second factor): the session, the cookie, and
+ * CONTRACT's body. The password checked was `user.passwordHash`: a password changed meanwhile
+ * refuses the login (security review, finding 3).
+ */
+export async function startSession(c: Context<AppEnv>, auth: Auth, user: UserDoc, provider: string, returnTo?: string): Promise<Response> {
+  const started = await auth.login(c, user, provider, (fresh) => fresh.passwordHash === user.passwordHash);
+  if (!started) throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
+  const { id, email, firstname, lastname, isAdmin } = toPublicUser(started.user);
+  return c.json({ user: { id, email, firstname, lastname, isAdmin }, expiresAt: iso(started.session.expiresAt), ...(returnTo ? { returnTo } : {}) });
+}
 
 /** `POST /auth/logout`: ends the current session (if any) and clears the cookie; always 204. */
 export const logout = ({ auth }: ServerInstance) =>
@@ -96,7 +112,7 @@ export const session = ({ auth }: ServerInstance) =>
     },
     handler: async (c, { query }) => {
       const s = c.get('session')!;
-      const body = { userId: s.userId, isAdmin: s.isAdmin, provider: s.provider, createdAt: iso(s.createdAt), expiresAt: iso(s.expiresAt) };
+      const body = { userId: s.userId, isAdmin: s.isAdmin, provider: s.provider, createdAt: iso(s.createdAt), expiresAt: iso(s.expiresAt), totp: s.totp === true };
       if (query.expand !== 'user') return c.json(body);
       const user = await auth.users.findById(s.userId);
       if (!user) {

@@ -14,6 +14,8 @@ import { clientIp } from './client-ip.ts';
 import { LoginRateLimit } from './rate-limit.ts';
 import { WorkSessions } from './work-sessions.ts';
 import { SessionService, type Session, type SessionOrigin } from './sessions.ts';
+import { totpEnabled, TotpService } from './totp.ts';
+import { PendingMfaLogins } from './mfa.ts';
 import { isAdmin, UserService, type UserDoc, type UserPatch } from './users.ts';
 
 /** A `can()` resolver: true or false decides, undefined abstains (CONTRACT section 4). */
@@ -46,6 +48,10 @@ export class Auth {
   readonly providers: ProviderService;
   /** The OAuth flow, pending links and provider token blobs. */
   readonly oauth: OAuthFlow;
+  /** TOTP second factor (CONTRACT section 10). */
+  readonly totp: TotpService;
+  /** Password logins waiting for their second factor. */
+  readonly mfa: PendingMfaLogins;
   private readonly accounts: AccountLinks;
 
   private constructor(
@@ -60,6 +66,8 @@ export class Auth {
     this.accounts = parts.accounts;
     this.oauth = new OAuthFlow(config, parts.stores, parts.providers, parts.accounts, this, parts.logger);
     this.onSessionEnd((sid) => this.oauth.deleteBlobsOfSession(sid));
+    this.totp = new TotpService(users, parts.providers.secrets);
+    this.mfa = new PendingMfaLogins(parts.stores.forRole('sessions'), config);
     this.cookieName = config.auth.cookie.hostPrefix ? `__Host-${config.auth.cookie.name}` : config.auth.cookie.name;
   }
 
@@ -149,7 +157,7 @@ export class Auth {
     let current: UserDoc | null = user;
     for (let attempt = 0; attempt < 3; attempt++) {
       if (!current || !stillValid(current)) return null;
-      const { id, session } = await this.sessions.create({ userId: current._id, isAdmin: isAdmin(current), provider }, this.origin(c));
+      const { id, session } = await this.sessions.create({ userId: current._id, isAdmin: isAdmin(current), provider, totp: totpEnabled(current) }, this.origin(c));
       let fresh: UserDoc | null;
       try {
         fresh = await this.users.findById(current._id);
@@ -157,7 +165,7 @@ export class Auth {
         await this.sessions.destroy(id).catch(() => {});
         throw err;
       }
-      if (fresh && fresh.passwordHash === current.passwordHash && isAdmin(fresh) === session.isAdmin && stillValid(fresh)) {
+      if (fresh && fresh.passwordHash === current.passwordHash && isAdmin(fresh) === session.isAdmin && totpEnabled(fresh) === (session.totp === true) && stillValid(fresh)) {
         this.setSessionCookie(c, id);
         return { session, user: fresh };
       }
@@ -206,7 +214,7 @@ export class Auth {
     if (admin === false && isAdmin(before)) await this.users.demote(id);
     const user = await this.users.update(id, admin === true ? patch : rest);
     if (patch.password !== undefined) await this.endAllSessions(id, keepSessionHash);
-    if (isAdmin(before) !== isAdmin(user)) await this.sessions.setAdmin(id, isAdmin(user));
+    if (isAdmin(before) !== isAdmin(user)) await this.sessions.rewrite(id, { isAdmin: isAdmin(user) });
     return user;
   }
 

@@ -8,6 +8,8 @@ import type { Store } from '../store/store.ts';
 export interface SessionRecord extends AuthUser {
   createdAt: number;
   expiresAt: number;
+  /** Present (true) only when the user has TOTP on: `GET /auth/session` tells without a database read. */
+  totp?: true;
 }
 
 /** Where and from what a session was created (`GET /auth/sessions`). */
@@ -105,7 +107,7 @@ export class SessionService {
    * index first: a session that logout-all and password changes cannot find must never exist. When
    * the second write fails, the index holds a hash with no session, which readers prune.
    */
-  async create(user: AuthUser, origin?: SessionOrigin): Promise<{ id: string; session: Session }> {
+  async create(user: AuthUser & { totp?: boolean }, origin?: SessionOrigin): Promise<{ id: string; session: Session }> {
     const id = randomBytes(32).toString('base64url');
     const hash = hashSessionId(id);
     const createdAt = this.now();
@@ -115,6 +117,7 @@ export class SessionService {
       provider: user.provider,
       createdAt,
       expiresAt: createdAt + this.ttl * 1000,
+      ...(user.totp ? { totp: true as const } : {}),
     };
     await this.store.sAdd(this.indexKey(user.userId), [hash], this.lifetime);
     this.touched.add(user.userId);
@@ -259,8 +262,11 @@ export class SessionService {
     return ended;
   }
 
-  /** Rewrites `isAdmin` in every live session of a user, keeping each TTL (SET XX KEEPTTL). */
-  async setAdmin(userId: string, isAdmin: boolean): Promise<void> {
+  /**
+   * Rewrites what every live session of a user carries (`isAdmin`, `totp`), keeping each TTL
+   * (SET XX KEEPTTL): an admin change applies on the user's next request, on every instance.
+   */
+  async rewrite(userId: string, patch: { isAdmin?: boolean; totp?: boolean }): Promise<void> {
     const hashes = await this.store.sMembers(this.indexKey(userId));
     for (const hash of hashes) {
       const raw = await this.store.get(this.key(hash));
@@ -268,8 +274,10 @@ export class SessionService {
         await this.store.sRem(this.indexKey(userId), [hash]);
         continue;
       }
-      const record = JSON.parse(raw) as SessionRecord;
-      await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin }), { xx: true, keepTtl: true });
+      const { totp: had, ...record } = JSON.parse(raw) as SessionRecord;
+      const isAdmin = patch.isAdmin ?? record.isAdmin;
+      const totp = patch.totp ?? had === true;
+      await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin, ...(totp ? { totp: true } : {}) }), { xx: true, keepTtl: true });
     }
   }
 

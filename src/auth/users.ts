@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Collection, Database } from '../db/index.ts';
 import { AppError, notFound } from '../http/errors.ts';
 import { dummyHash, hashPassword, needsRehash, verifyPassword } from './passwords.ts';
+import type { TotpState } from './totp.ts';
 
 export const USER_COLLECTION = 'svc__core-user';
 export const TAG_COLLECTION = 'svc__core-tag';
@@ -25,6 +26,8 @@ export interface UserDoc {
   /** Absent on users made before 0.2.1: see `ownsEmail`. */
   createdVia?: CreatedVia;
   passwordHash?: string;
+  /** Second factor (never in responses). */
+  totp?: TotpState;
   tags: string[];
   oauthAccounts: OAuthAccount[];
   lastLoginAt: string | null;

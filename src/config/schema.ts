@@ -52,6 +52,8 @@ export const configSchema = v.strictObject({
         }),
         {},
       ),
+      /** TOTP: `oauth` makes OAuth logins of a user with TOTP on ask for the code too. */
+      totp: v.optional(v.strictObject({ oauth: v.optional(v.boolean(), true) }), {}),
       providers: v.optional(v.strictObject({ custom: v.optional(v.array(customTemplateSchema), []) }), {}),
     }),
     {},

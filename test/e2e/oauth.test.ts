@@ -4,6 +4,7 @@
 // through the leak scanner (client secrets, IdP tokens, session ids).
 
 import * as arctic from 'arctic';
+import { Secret, TOTP } from 'otpauth';
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
@@ -810,6 +811,30 @@ for (const [storeName, url] of [
         await h.t.instance.stores.forRole('sessions').del(`${h.t.keyPrefix}session:${sid}`);
         expect(await h.t.instance.auth.getProviderTokenBlob('svc__todo', sid)).toBeNull();
         expect(await store.get(key)).toBeNull();
+      });
+    });
+
+    describe('TOTP on OAuth logins (auth.totp.oauth, default on)', () => {
+      it('a user with TOTP on is asked for the code after the provider: /login?mfa=totp, then POST /auth/login/totp', async () => {
+        const login = uniq('mfa');
+        idp.setAccount(login, { email: `${login}@example.com`, email_verified: true });
+        const b = h.browser();
+        await expectLoggedIn(b, await b.login('acme', { login }));
+        const enrolled = (await (await b.fetch('/auth/totp/enroll', { method: 'POST', headers: { origin: FRONTEND } })).json()) as { otpauthUri: string };
+        const totp = new TOTP({ secret: Secret.fromBase32(new URL(enrolled.otpauthUri).searchParams.get('secret')!) });
+        expect((await b.fetch('/auth/totp/confirm', { method: 'POST', headers: { origin: FRONTEND }, json: { code: totp.generate() } })).status).toBe(200);
+
+        const next = h.browser();
+        expect((await next.setReturnTo('/reports', FRONTEND)).status).toBe(204);
+        const res = await next.login('acme', { login });
+        expect(res.status).toBe(302);
+        expect(res.headers.get('location')).toBe('/login?mfa=totp');
+        expect(setsSession(res)).toBe(false);
+        expect((await next.fetch('/auth/session')).status).toBe(401);
+        const done = await next.fetch('/auth/login/totp', { method: 'POST', headers: { origin: FRONTEND }, json: { code: totp.generate({ timestamp: Date.now() + 30_000 }) } });
+        expect(done.status).toBe(200);
+        expect(await done.json()).toMatchObject({ returnTo: '/reports' });
+        expect(await (await next.fetch('/auth/session')).json()).toMatchObject({ provider: 'acme', totp: true });
       });
     });
 

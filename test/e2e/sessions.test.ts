@@ -285,14 +285,14 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
     });
 
     describe('GET /auth/session', () => {
-      it('answers exactly {userId,isAdmin,provider,createdAt,expiresAt}', async () => {
+      it('answers exactly {userId,isAdmin,provider,createdAt,expiresAt} and totp (CONTRACT 10)', async () => {
         const before = Date.now();
         const { user, c } = await loggedIn();
         const res = await c.fetch('/auth/session');
         expect(res.status).toBe(200);
         const body = await res.json();
-        expect(Object.keys(body).sort()).toEqual(['createdAt', 'expiresAt', 'isAdmin', 'provider', 'userId']);
-        expect(body).toMatchObject({ userId: user.id, isAdmin: false, provider: 'password' });
+        expect(Object.keys(body).sort()).toEqual(['createdAt', 'expiresAt', 'isAdmin', 'provider', 'totp', 'userId']);
+        expect(body).toMatchObject({ userId: user.id, isAdmin: false, provider: 'password', totp: false });
         expect(body.createdAt).toMatch(ISO_RE);
         expect(body.expiresAt).toMatch(ISO_RE);
         expect(Date.parse(body.createdAt)).toBeGreaterThanOrEqual(before - 1000);
@@ -304,7 +304,7 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
         const res = await c.fetch('/auth/session?expand=user');
         expect(res.status).toBe(200);
         const body = await res.json();
-        expect(Object.keys(body).sort()).toEqual(['createdAt', 'expiresAt', 'isAdmin', 'provider', 'user', 'userId']);
+        expect(Object.keys(body).sort()).toEqual(['createdAt', 'expiresAt', 'isAdmin', 'provider', 'totp', 'user', 'userId']);
         expect(body.user).toStrictEqual({
           id: user.id,
           email: user.email,

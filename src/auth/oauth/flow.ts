@@ -9,6 +9,7 @@ import type { AppEnv } from '../../http/env.ts';
 import type { Logger } from '../../logger.ts';
 import type { Stores } from '../../store/index.ts';
 import type { Auth } from '../index.ts';
+import { totpEnabled } from '../totp.ts';
 import { ownsEmail, type UserDoc } from '../users.ts';
 import type { AccountLinks } from './accounts.ts';
 import { OAuthFlowError, providerClient } from './client.ts';
@@ -19,6 +20,8 @@ import { safeReturnPath } from './return-to.ts';
 export const STATE_COOKIE = 'svc_oauth_state';
 export const RETURN_TO_COOKIE = 'svc_oauth_return_to';
 export const RETURN_TO_CSRF_COOKIE = 'svc_oauth_rt_csrf';
+/** Where an OAuth login of a user with TOTP on goes for its code (the frontend's login page). */
+export const MFA_RETURN_PATH = '/login?mfa=totp';
 /** Binds a pending link to the browser that ran its OAuth flow (security review, finding 2). */
 export const PENDING_LINK_COOKIE = 'svc_pending_link';
 const STATE_TTL = 600;
@@ -183,6 +186,12 @@ export class OAuthFlow {
     for (let attempt = 0; attempt < 2 && !started; attempt++) {
       const user = await this.resolveUser(c, doc, identity, accountId);
       await this.auth.users.users.updateOne({ _id: user._id }, { $set: { lastLoginAt: new Date().toISOString() } });
+      if (totpEnabled(user) && this.config.auth.totp.oauth) {
+        // The provider proved one factor; the login page asks for the code (POST /auth/login/totp),
+        // which then answers the stored return path. No session, token blob or handler before that.
+        await this.auth.mfa.start(c, { userId: user._id, passwordHash: user.passwordHash ?? null, provider: providerId, returnTo: safeReturnPath(record.returnTo) });
+        return MFA_RETURN_PATH;
+      }
       started = await this.auth.login(c, user, providerId, (fresh) => fresh.oauthAccounts.some((a) => a.provider === providerId && a.providerAccountId === accountId));
     }
     if (!started) throw new OAuthFlowError('server_error', 'the account changed during the login');

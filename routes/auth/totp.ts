@@ -1,0 +1,110 @@
+import * as v from 'valibot';
+import { clientIp } from '../../src/auth/client-ip.ts';
+import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
+import { totpEnabled } from '../../src/auth/totp.ts';
+import { AppError } from '../../src/http/errors.ts';
+import { defineRoute } from '../../src/http/route.ts';
+import type { ServerInstance } from '../../src/instance.ts';
+import { startSession } from './session.ts';
+
+// TOTP second factor (CONTRACT section 10): enrol, confirm, disable, and the second login step.
+
+const tags = ['account'];
+const code = v.pipe(v.string(), v.regex(/^\d{6}$/, 'must be the 6-digit code of the authenticator app'));
+const recoveryCode = v.pipe(v.string(), v.minLength(1), v.maxLength(32));
+
+/** `POST /auth/totp/enroll`: a new secret, pending until a first code confirms it. */
+export const enrollTotp = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/totp/enroll',
+    onRequest: auth.authenticate(),
+    schema: {
+      summary: 'Start turning on two-factor authentication',
+      description: '`otpauthUri` and `qrCode` (a PNG data URL) for an authenticator app. Enrolling again replaces a pending secret; 409 `totp_enabled` when it is already on.',
+      tags,
+    },
+    handler: async (c) => {
+      c.header('Cache-Control', 'no-store');
+      return c.json(await auth.totp.enroll(await auth.users.get(c.get('authUser')!.userId)));
+    },
+  });
+
+/** `POST /auth/totp/confirm`: the first code turns TOTP on; the recovery codes are shown this once. */
+export const confirmTotp = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/totp/confirm',
+    onRequest: auth.authenticate(),
+    schema: {
+      summary: 'Confirm two-factor authentication with a first code',
+      description: 'Answers 10 single-use recovery codes, shown only here. 400 `invalid_code` for a wrong code.',
+      tags,
+      body: v.strictObject({ code }),
+    },
+    handler: async (c, { body }) => {
+      const userId = c.get('authUser')!.userId;
+      const recoveryCodes = await auth.totp.confirm(await auth.users.get(userId), body.code);
+      await auth.sessions.rewrite(userId, { totp: true });
+      c.header('Cache-Control', 'no-store');
+      return c.json({ recoveryCodes });
+    },
+  });
+
+/** `DELETE /auth/totp`: turns TOTP off with a current code or the password. */
+export const disableTotp = ({ auth, config }: ServerInstance) =>
+  defineRoute({
+    method: 'DELETE',
+    path: '/auth/totp',
+    onRequest: auth.authenticate(),
+    schema: {
+      summary: 'Turn two-factor authentication off',
+      description: 'Body `{"code"}` (a current code) or `{"password"}`. 400 `invalid_code`, 401 `invalid_credentials`, 409 `totp_not_enabled`.',
+      tags,
+      body: v.union([v.strictObject({ code }), v.strictObject({ password: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)) })]),
+    },
+    handler: async (c, { body }) => {
+      const user = await auth.users.get(c.get('authUser')!.userId);
+      if (!totpEnabled(user)) throw new AppError(409, 'totp_not_enabled', 'Two-factor authentication is not on');
+      if ('code' in body) {
+        await auth.mfa.checkUser(user._id);
+        if (!(await auth.totp.verifyCode(user, body.code))) throw new AppError(400, 'invalid_code', 'The code is wrong or was already used');
+      } else {
+        const ip = clientIp(c, config.server.trustProxy);
+        await auth.loginLimit.check(user.email, ip);
+        if ((await auth.users.checkPassword(user.email, body.password))?._id !== user._id) throw new AppError(401, 'invalid_credentials', 'The password is wrong');
+        await auth.loginLimit.succeed(user.email, ip);
+      }
+      await auth.totp.disable(user);
+      await auth.sessions.rewrite(user._id, { totp: false });
+      return c.body(null, 204);
+    },
+  });
+
+/** `POST /auth/login/totp`: the second step of a login with TOTP on. */
+export const loginTotp = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/login/totp',
+    config: { public: true, type: 'authLogin' },
+    schema: {
+      summary: 'Finish a login with a TOTP or recovery code',
+      description:
+        'Needs the `svc_mfa` cookie of `POST /auth/login` (`{"mfaRequired":true}`) or of an OAuth callback that redirected to `/login?mfa=totp`. Answers like a password login (OAuth: plus `returnTo`). 401 `invalid_code` (5 wrong codes end the login), 401 `mfa_expired`, 429 `too_many_attempts`.',
+      tags: ['auth'],
+      body: v.union([v.strictObject({ code }), v.strictObject({ recoveryCode })]),
+    },
+    handler: async (c, { body }) => {
+      const pending = await auth.mfa.current(c);
+      const user = await auth.users.findById(pending.userId);
+      if (!user || user.passwordHash !== (pending.passwordHash ?? undefined)) {
+        await auth.mfa.finish(c);
+        throw new AppError(401, 'mfa_expired', 'The login waiting for a code has expired or was used: log in again');
+      }
+      await auth.mfa.checkUser(user._id);
+      const ok = 'code' in body ? await auth.totp.verifyCode(user, body.code) : await auth.totp.useRecoveryCode(user, body.recoveryCode);
+      if (!ok) await auth.mfa.wrong(c, user._id);
+      await auth.mfa.finish(c);
+      return startSession(c, auth, user, pending.provider, pending.returnTo);
+    },
+  });

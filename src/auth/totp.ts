@@ -1,0 +1,104 @@
+import { createHash, randomInt } from 'node:crypto';
+import { Secret, TOTP } from 'otpauth';
+import QRCode from 'qrcode';
+import { AppError } from '../http/errors.ts';
+import type { SecretBox } from './oauth/secrets.ts';
+import type { UserDoc, UserService } from './users.ts';
+
+/**
+ * A user's second factor, in the user document (`totp`). Secrets are sealed with
+ * `SVC_SECRET_ENCRYPTION_KEY` like OAuth client secrets; recovery codes are kept as SHA-256 hashes
+ * (each has 50 random bits: a fast hash is enough, unlike passwords).
+ */
+export interface TotpState {
+  /** The confirmed secret (sealed): TOTP is on. */
+  secret?: string;
+  /** An enrolment awaiting its first code (sealed); enrolling again replaces it. */
+  pending?: string;
+  /** The last time step accepted: a code is good once (replays within its window are refused). */
+  lastStep?: number;
+  /** SHA-256 hex of the unused recovery codes. */
+  recoveryCodes?: string[];
+}
+
+const PERIOD = 30;
+const RECOVERY_CODES = 10;
+/** Crockford-like alphabet: no 0/O, 1/I/L confusion when a person types a code from paper. */
+const ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
+
+export const totpEnabled = (user: UserDoc) => Boolean(user.totp?.secret);
+
+const hashCode = (code: string) => createHash('sha256').update(code.toLowerCase().replace(/[^a-z0-9]/g, '')).digest('hex');
+
+function recoveryCode(): string {
+  const chars = Array.from({ length: 10 }, () => ALPHABET[randomInt(ALPHABET.length)]).join('');
+  return `${chars.slice(0, 5)}-${chars.slice(5)}`;
+}
+
+/** TOTP (RFC 6238: SHA-1, 6 digits, 30 s) with the `otpauth` library; QR codes with `qrcode`. */
+export class TotpService {
+  constructor(
+    private readonly users: UserService,
+    private readonly secrets: SecretBox,
+    private readonly issuer = 'svc',
+  ) {}
+
+  private totp(user: UserDoc, sealed: string): TOTP {
+    return new TOTP({ issuer: this.issuer, label: user.email, secret: Secret.fromBase32(this.secrets.open(sealed)), period: PERIOD, digits: 6, algorithm: 'SHA1' });
+  }
+
+  /** Starts (or restarts) an enrolment: the secret stays pending until a first code confirms it. */
+  async enroll(user: UserDoc): Promise<{ otpauthUri: string; qrCode: string }> {
+    if (totpEnabled(user)) throw new AppError(409, 'totp_enabled', 'Two-factor authentication is already on; turn it off first');
+    const secret = new Secret({ size: 20 });
+    await this.users.users.updateOne({ _id: user._id }, { $set: { 'totp.pending': this.secrets.seal(secret.base32) } });
+    const otpauthUri = new TOTP({ issuer: this.issuer, label: user.email, secret, period: PERIOD, digits: 6, algorithm: 'SHA1' }).toString();
+    return { otpauthUri, qrCode: await QRCode.toDataURL(otpauthUri, { errorCorrectionLevel: 'M', margin: 2 }) };
+  }
+
+  /** Confirms the pending enrolment with a first code; returns the recovery codes, shown this once. */
+  async confirm(user: UserDoc, code: string): Promise<string[]> {
+    if (totpEnabled(user)) throw new AppError(409, 'totp_enabled', 'Two-factor authentication is already on');
+    const pending = user.totp?.pending;
+    if (!pending) throw new AppError(409, 'totp_not_enrolled', 'Nothing to confirm: start with POST /auth/totp/enroll');
+    const step = this.matchingStep(this.totp(user, pending), code);
+    if (step === null) throw new AppError(400, 'invalid_code', 'The code is wrong or expired');
+    const codes = Array.from({ length: RECOVERY_CODES }, recoveryCode);
+    const done = await this.users.users.updateOne(
+      { _id: user._id, 'totp.pending': pending },
+      { $set: { totp: { secret: pending, lastStep: step, recoveryCodes: codes.map(hashCode) } } },
+    );
+    if (!done) throw new AppError(409, 'totp_not_enrolled', 'The enrolment changed meanwhile: start again');
+    return codes;
+  }
+
+  /** The time step a code belongs to (now, or one step either side for clock drift), or null. */
+  private matchingStep(totp: TOTP, code: string): number | null {
+    if (!/^\d{6}$/.test(code)) return null;
+    const delta = totp.validate({ token: code, window: 1 });
+    return delta === null ? null : Math.floor(Date.now() / 1000 / PERIOD) + delta;
+  }
+
+  /**
+   * A current code, good once: the step is recorded with a conditional update, so the same code
+   * (or an older one) replayed, even concurrently, is refused.
+   */
+  async verifyCode(user: UserDoc, code: string): Promise<boolean> {
+    if (!user.totp?.secret) return false;
+    const step = this.matchingStep(this.totp(user, user.totp.secret), code);
+    if (step === null) return false;
+    const filter = user.totp.lastStep === undefined ? { _id: user._id, 'totp.lastStep': { $exists: false } } : { _id: user._id, 'totp.lastStep': { $lt: step } };
+    return (await this.users.users.updateOne(filter, { $set: { 'totp.lastStep': step } })) !== null;
+  }
+
+  /** A recovery code, good once (removed atomically). */
+  async useRecoveryCode(user: UserDoc, code: string): Promise<boolean> {
+    const hash = hashCode(code);
+    if (!user.totp?.recoveryCodes?.includes(hash)) return false;
+    return (await this.users.users.updateOne({ _id: user._id, 'totp.recoveryCodes': hash }, { $pull: { 'totp.recoveryCodes': hash } })) !== null;
+  }
+
+  async disable(user: UserDoc): Promise<void> {
+    await this.users.users.updateOne({ _id: user._id }, { $unset: { totp: true } });
+  }
+}

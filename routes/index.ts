@@ -1,6 +1,6 @@
 import type { RouteDefinition } from '../src/http/route.ts';
 import type { ServerInstance } from '../src/instance.ts';
-import { changeOwnPassword, endOwnSession, listOwnSessions } from './auth/account.ts';
+import { changeOwnPassword, disconnectAccount, endOwnSession, listConnectedAccounts, listOwnSessions, startConnect } from './auth/account.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
 import { oauthCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
@@ -19,6 +19,9 @@ const factories = [
   listOwnSessions,
   endOwnSession,
   changeOwnPassword,
+  listConnectedAccounts,
+  disconnectAccount,
+  startConnect,
   enrollTotp,
   confirmTotp,
   disableTotp,

@@ -95,3 +95,62 @@ export const changeOwnPassword = ({ auth, config }: ServerInstance) =>
       return c.body(null, 204);
     },
   });
+
+/** `GET /auth/account/providers`: the OAuth identities connected to the caller. */
+export const listConnectedAccounts = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'GET',
+    path: '/auth/account/providers',
+    onRequest: auth.authenticate(),
+    schema: { summary: 'Your connected OAuth accounts', tags },
+    handler: async (c) => c.json({ items: await auth.accounts.listFor(c.get('authUser')!.userId) }),
+  });
+
+const PROVIDER_ID = v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a provider id'));
+
+/**
+ * `POST /auth/oauth/:provider/link`: the authorization URL that connects an identity of that
+ * provider to the caller (providers without an email included). The callback links it, whatever
+ * its email says, and redirects to the stored return path; another user's identity: `identity_in_use`.
+ */
+export const startConnect = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/oauth/:provider/link',
+    onRequest: auth.authenticate(),
+    schema: {
+      summary: 'Connect an OAuth account to yours',
+      description: 'Answers `{"authorizationUrl"}`: send the browser there. The state is bound to this browser and to you.',
+      tags,
+      params: v.strictObject({ provider: PROVIDER_ID }),
+    },
+    handler: async (c, { params }) => {
+      let authorizationUrl: string;
+      try {
+        authorizationUrl = await auth.oauth.start(c, params.provider, c.get('authUser')!.userId);
+      } catch (err) {
+        if ((err as { code?: string }).code === 'provider_not_found') throw notFound(`No enabled OAuth provider "${params.provider}"`);
+        throw err;
+      }
+      c.header('Cache-Control', 'no-store');
+      return c.json({ authorizationUrl });
+    },
+  });
+
+/** `DELETE /auth/account/providers/:provider/:providerAccountId`: disconnects one identity. */
+export const disconnectAccount = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'DELETE',
+    path: '/auth/account/providers/:provider/:providerAccountId',
+    onRequest: auth.authenticate(),
+    schema: {
+      summary: 'Disconnect one of your OAuth accounts',
+      description: '409 `last_login_method` when it is your only way to log in.',
+      tags,
+      params: v.strictObject({ provider: PROVIDER_ID, providerAccountId: v.pipe(v.string(), v.minLength(1), v.maxLength(256)) }),
+    },
+    handler: async (c, { params }) => {
+      await auth.disconnect(c.get('authUser')!.userId, params.provider, params.providerAccountId);
+      return c.body(null, 204);
+    },
+  });

@@ -52,7 +52,8 @@ export class Auth {
   readonly totp: TotpService;
   /** Password logins waiting for their second factor. */
   readonly mfa: PendingMfaLogins;
-  private readonly accounts: AccountLinks;
+  /** Which OAuth identities belong to which user. */
+  readonly accounts: AccountLinks;
 
   private constructor(
     readonly config: Config,
@@ -229,6 +230,20 @@ export class Auth {
     await this.users.delete(id);
     await this.accounts.unlinkAll(id);
     await this.endAllSessions(id);
+  }
+
+  /**
+   * Disconnects one identity of a user (CONTRACT 10): 404 when it is not theirs, 409
+   * `last_login_method` when nothing else would log them in (no password, no other identity).
+   */
+  async disconnect(userId: string, provider: string, providerAccountId: string): Promise<void> {
+    const user = await this.users.get(userId);
+    const mine = user.oauthAccounts.some((a) => a.provider === provider && a.providerAccountId === providerAccountId);
+    if (!mine) throw new AppError(404, 'not_found', 'No connected account of yours matches');
+    if (!user.passwordHash && user.oauthAccounts.length <= 1) {
+      throw new AppError(409, 'last_login_method', 'This is your only way to log in: set a password or connect another account first');
+    }
+    if (!(await this.accounts.unlink(userId, provider, providerAccountId))) throw new AppError(404, 'not_found', 'No connected account of yours matches');
   }
 
   /**

@@ -764,7 +764,8 @@ for (const [storeName, url] of [
         expect(confirm.status).toBe(404);
         // The attacker's browser holds the binding cookie but no session of the owner: nothing to see.
         expect((await a.fetch('/auth/link/confirm')).status).toBe(401);
-        await expectAuthError(h.browser(), await h.browser().login('acme', { login: attacker }), 'account_exists');
+        const later = h.browser();
+        await expectAuthError(later, await later.login('acme', { login: attacker }), 'account_exists');
         const doc = (await (await h.admin.fetch(`/auth/users/${owner.id}`)).json()) as { oauthAccounts: unknown[] };
         expect(doc.oauthAccounts).toEqual([]);
       });
@@ -835,6 +836,74 @@ for (const [storeName, url] of [
         expect(done.status).toBe(200);
         expect(await done.json()).toMatchObject({ returnTo: '/reports' });
         expect(await (await next.fetch('/auth/session')).json()).toMatchObject({ provider: 'acme', totp: true });
+      });
+    });
+
+    describe('connected accounts (CONTRACT 10)', () => {
+      /** Runs a connect flow from a signed-in browser; returns the callback's response. */
+      async function connect(b: Browser, providerId: string, login: string) {
+        const res = await b.fetch(`/auth/oauth/${providerId}/link`, { method: 'POST', headers: { origin: FRONTEND } });
+        expect(res.status).toBe(200);
+        const { authorizationUrl } = (await res.json()) as { authorizationUrl: string };
+        return b.callback(await b.authorize(new URL(authorizationUrl), { login }));
+      }
+
+      it('a signed-in user connects an identity that has no email; it then logs in; GET lists it', async () => {
+        const owner = await h.t.createUser({ email: `${uniq('conn')}@example.com` });
+        const b = h.browser();
+        expect((await b.passwordLogin(owner.email, owner.password)).status).toBe(200);
+        const login = uniq('noemail');
+        idp.setAccount(login, { name: 'No Mail' });
+        const done = await connect(b, 'acme', login);
+        expect(done.status).toBe(302);
+        expect(done.headers.get('location')).toBe('/');
+        const list = (await (await b.fetch('/auth/account/providers')).json()) as { items: Record<string, unknown>[] };
+        expect(list.items).toEqual([{ provider: 'acme', providerAccountId: login, email: null, linkedAt: expect.stringMatching(ISO) }]);
+
+        const other = h.browser();
+        const session = await expectLoggedIn(other, await other.login('acme', { login }));
+        expect(session.userId).toBe(owner.id);
+      });
+
+      it("another user's identity: identity_in_use, nothing changes", async () => {
+        const login = uniq('taken');
+        idp.setAccount(login, { email: `${login}@example.com`, email_verified: true });
+        const holder = h.browser();
+        const held = await expectLoggedIn(holder, await holder.login('acme', { login }));
+        const someone = await h.t.createUser({ email: `${uniq('someone')}@example.com` });
+        const b = h.browser();
+        await b.passwordLogin(someone.email, someone.password);
+        const res = await connect(b, 'acme', login);
+        expect(res.status).toBe(302);
+        expect(res.headers.get('location')).toBe('/?auth_error=identity_in_use');
+        expect(((await (await b.fetch('/auth/account/providers')).json()) as { items: unknown[] }).items).toEqual([]);
+        const again = h.browser();
+        expect((await expectLoggedIn(again, await again.login('acme', { login }))).userId).toBe(held.userId);
+      });
+
+      it('DELETE disconnects; the last way to log in is refused (409 last_login_method); bad input', async () => {
+        const login = uniq('only');
+        idp.setAccount(login, { email: `${login}@example.com`, email_verified: true });
+        const b = h.browser();
+        await expectLoggedIn(b, await b.login('acme', { login }));
+        const last = await b.fetch(`/auth/account/providers/acme/${login}`, { method: 'DELETE', headers: { origin: FRONTEND } });
+        expect(last.status).toBe(409);
+        expect(await last.json()).toMatchObject({ error: { code: 'last_login_method' } });
+        // A second identity makes the first removable.
+        const second = uniq('second');
+        idp.setAccount(second, { email: `${second}@example.com`, email_verified: true });
+        expect((await connect(b, 'acme-b', second)).headers.get('location')).toBe('/');
+        expect((await b.fetch(`/auth/account/providers/acme/${login}`, { method: 'DELETE', headers: { origin: FRONTEND } })).status).toBe(204);
+        const list = (await (await b.fetch('/auth/account/providers')).json()) as { items: { provider: string }[] };
+        expect(list.items.map((i) => i.provider)).toEqual(['acme-b']);
+
+        expect((await b.fetch(`/auth/account/providers/acme/${login}`, { method: 'DELETE' })).status).toBe(404);
+        expect((await b.fetch('/auth/oauth/nope/link', { method: 'POST' })).status).toBe(404);
+        expect((await b.fetch('/auth/oauth/Bad_Id/link', { method: 'POST' })).status).toBe(400);
+        const anon = h.browser();
+        expect((await anon.fetch('/auth/account/providers')).status).toBe(401);
+        expect((await anon.fetch('/auth/oauth/acme/link', { method: 'POST' })).status).toBe(401);
+        expect((await anon.fetch(`/auth/account/providers/acme-b/${second}`, { method: 'DELETE' })).status).toBe(401);
       });
     });
 

@@ -15,7 +15,17 @@ interface AccountLink {
   provider: string;
   providerAccountId: string;
   userId: string;
+  /** The identity's email when it was linked (providers without one: absent). */
+  email?: string | null;
   createdAt: string;
+}
+
+/** A connected account as its owner sees it (`GET /auth/account/providers`). */
+export interface ConnectedAccount {
+  provider: string;
+  providerAccountId: string;
+  email: string | null;
+  linkedAt: string;
 }
 
 export class AccountLinks {
@@ -41,15 +51,15 @@ export class AccountLinks {
    * Links the account to the user. Throws DuplicateKeyError when it already belongs to someone
    * (a concurrent login may have linked it first).
    */
-  async link(userId: string, provider: string, providerAccountId: string): Promise<void> {
-    await this.links.insertOne({ _id: randomUUID(), provider, providerAccountId, userId, createdAt: new Date().toISOString() });
+  async link(userId: string, provider: string, providerAccountId: string, email: string | null = null): Promise<void> {
+    await this.links.insertOne({ _id: randomUUID(), provider, providerAccountId, userId, email, createdAt: new Date().toISOString() });
     await this.users.users.updateOne({ _id: userId }, { $addToSet: { oauthAccounts: { provider, providerAccountId } } });
   }
 
   /** Idempotent for the same user: true when the account is (now) this user's. */
-  async linkIfFree(userId: string, provider: string, providerAccountId: string): Promise<boolean> {
+  async linkIfFree(userId: string, provider: string, providerAccountId: string, email: string | null = null): Promise<boolean> {
     try {
-      await this.link(userId, provider, providerAccountId);
+      await this.link(userId, provider, providerAccountId, email);
       return true;
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
@@ -60,5 +70,16 @@ export class AccountLinks {
 
   async unlinkAll(userId: string): Promise<void> {
     await this.links.deleteMany({ userId });
+  }
+
+  async listFor(userId: string): Promise<ConnectedAccount[]> {
+    const links = await this.links.find({ userId }, { sort: { createdAt: 1, _id: 1 } });
+    return links.map((l) => ({ provider: l.provider, providerAccountId: l.providerAccountId, email: l.email ?? null, linkedAt: l.createdAt }));
+  }
+
+  /** Removes one identity of a user (the mirror on the user first: a login checks it). False when unknown. */
+  async unlink(userId: string, provider: string, providerAccountId: string): Promise<boolean> {
+    await this.users.users.updateOne({ _id: userId }, { $pull: { oauthAccounts: { provider, providerAccountId } } });
+    return this.links.deleteOne({ userId, provider, providerAccountId });
   }
 }

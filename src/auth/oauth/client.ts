@@ -8,7 +8,7 @@ import { trustsEmailOf, type ProviderDoc } from './providers.ts';
 /** A failure of the flow with the `auth_error` code it becomes (CONTRACT section 5). */
 export class OAuthFlowError extends Error {
   constructor(
-    readonly code: 'provider_not_found' | 'invalid_state' | 'access_denied' | 'token_exchange_failed' | 'userinfo_failed' | 'no_email' | 'account_exists' | 'server_error',
+    readonly code: 'provider_not_found' | 'invalid_state' | 'access_denied' | 'token_exchange_failed' | 'userinfo_failed' | 'no_email' | 'account_exists' | 'identity_in_use' | 'server_error',
     message: string,
     options?: { cause?: unknown },
   ) {

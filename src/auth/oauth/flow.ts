@@ -32,6 +32,8 @@ interface StateRecord {
   providerId: string;
   codeVerifier: string | null;
   returnTo: string;
+  /** Connecting an identity to this signed-in user (CONTRACT 10) rather than logging in. */
+  linkUserId?: string;
 }
 
 /**
@@ -129,15 +131,19 @@ export class OAuthFlow {
     this.cookie(c, RETURN_TO_COOKIE, safeReturnPath(returnTo), STATE_TTL, 'Lax');
   }
 
-  /** `GET /auth/oauth/:provider`: the authorize URL to redirect to. */
-  async start(c: Context, providerId: string): Promise<string> {
+  /**
+   * `GET /auth/oauth/:provider`: the authorize URL to redirect to. With `linkUserId`
+   * (`POST /auth/oauth/:provider/link`) the callback connects the identity to that user instead of
+   * logging in; the state stays bound to this browser (cookie) and to that user (state record).
+   */
+  async start(c: Context, providerId: string, linkUserId?: string): Promise<string> {
     const doc = await this.providers.find(providerId);
     if (!doc?.enabled) throw new OAuthFlowError('provider_not_found', `provider "${providerId}" is not configured or not enabled`);
     const client = providerClient(doc, this.providers.clientSecret(doc));
     const state = generateState();
     const codeVerifier = client.pkce ? generateCodeVerifier() : null;
     const returnTo = safeReturnPath(getCookie(c, RETURN_TO_COOKIE));
-    const record: StateRecord = { providerId, codeVerifier, returnTo };
+    const record: StateRecord = { providerId, codeVerifier, returnTo, ...(linkUserId ? { linkUserId } : {}) };
     await this.stateStore.set(`${this.prefix}oauth-state:${sha256(state)}`, JSON.stringify(record), { ttl: STATE_TTL });
     // Lax: the callback is a top-level navigation coming back from the provider's site.
     this.cookie(c, STATE_COOKIE, state, STATE_TTL, 'Lax');
@@ -175,10 +181,10 @@ export class OAuthFlow {
       throw new OAuthFlowError('userinfo_failed', `user info failed: ${(err as Error).message}`, { cause: err });
     }
     const profile = info.profile;
-    if (!profile.email) throw new OAuthFlowError('no_email', 'the provider gave no email');
-    const verified = emailVerifiedBy(doc, profile);
-    const accountId = profile.id ?? profile.email.toLowerCase();
-    const identity = { ...profile, email: profile.email, emailVerified: verified };
+    if (record.linkUserId) return this.connect(record.linkUserId, providerId, profile, record.returnTo);
+    const accountId = profile.id ?? profile.email?.toLowerCase();
+    if (!accountId) throw new OAuthFlowError('no_email', 'the provider gave no email');
+    const identity = { ...profile, emailVerified: emailVerifiedBy(doc, profile) };
 
     // A login that raced an account change (the identity unlinked, the user deleted or demoted)
     // resolves again from the fresh state (Auth.login).
@@ -231,16 +237,17 @@ export class OAuthFlow {
    * provider email is claimed by the verified owner instead: its other identities are unlinked and
    * its sessions end, so an unverified claim never shares an account with its owner (finding 1).
    */
-  private async resolveUser(c: Context, doc: ProviderDoc, profile: Profile & { email: string }, accountId: string, retry = true): Promise<UserDoc> {
+  private async resolveUser(c: Context, doc: ProviderDoc, profile: Profile, accountId: string, retry = true): Promise<UserDoc> {
     const provider = doc.providerId;
     const linked = await this.accounts.findUser(provider, accountId);
-    if (linked) return linked; // step 1
+    if (linked) return linked; // step 1 (also identities connected without an email)
+    if (!profile.email) throw new OAuthFlowError('no_email', 'the provider gave no email');
     const existing = await this.auth.users.findByEmail(profile.email);
     try {
       if (existing && profile.emailVerified) {
         // step 2: a verified email proves ownership of the existing account
         if (!ownsEmail(existing)) await this.claim(existing);
-        if (!(await this.accounts.linkIfFree(existing._id, provider, accountId))) throw new DuplicateKeyError('svc__core-oauthaccount');
+        if (!(await this.accounts.linkIfFree(existing._id, provider, accountId, profile.email))) throw new DuplicateKeyError('svc__core-oauthaccount');
         return (await this.auth.users.findById(existing._id)) ?? existing;
       }
       if (existing) {
@@ -251,7 +258,7 @@ export class OAuthFlow {
       }
       // step 4: a new user; with an unverified email it can never become a takeover target (step 2)
       const user = await this.auth.users.create({ email: profile.email, ...splitName(profile.name), email_verified: profile.emailVerified, createdVia: 'oauth' });
-      await this.accounts.link(user._id, provider, accountId);
+      await this.accounts.link(user._id, provider, accountId, profile.email);
       return (await this.auth.users.findById(user._id)) ?? user;
     } catch (err) {
       // Two first logins raced (same email or same account): the other one won; resolve again.
@@ -260,6 +267,20 @@ export class OAuthFlow {
       }
       throw err;
     }
+  }
+
+  /**
+   * Connects an identity to the user who started the flow, whatever its email says (none needed):
+   * `identity_in_use` when another user holds it. Then it logs in like any linked identity.
+   */
+  private async connect(userId: string, providerId: string, profile: Profile, returnTo: string): Promise<string> {
+    const accountId = profile.id ?? profile.email?.toLowerCase();
+    if (!accountId) throw new OAuthFlowError('userinfo_failed', 'the provider gave no account id');
+    if (!(await this.auth.users.findById(userId))) throw new OAuthFlowError('invalid_state', 'the user who started this link is gone');
+    if (!(await this.accounts.linkIfFree(userId, providerId, accountId, profile.email ?? null))) {
+      throw new OAuthFlowError('identity_in_use', 'this identity belongs to another user');
+    }
+    return safeReturnPath(returnTo);
   }
 
   /**
@@ -302,7 +323,7 @@ export class OAuthFlow {
     this.clearCookie(c, PENDING_LINK_COOKIE);
     if (!raw) return null; // settled by a concurrent request
     const pending = JSON.parse(raw) as PendingLink;
-    if (!(await this.accounts.linkIfFree(userId, pending.provider, pending.providerAccountId))) {
+    if (!(await this.accounts.linkIfFree(userId, pending.provider, pending.providerAccountId, pending.email))) {
       throw new OAuthFlowError('account_exists', 'this OAuth account is already linked to another user');
     }
     return pending;

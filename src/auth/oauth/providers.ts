@@ -33,6 +33,8 @@ export const providerConfigSchema = v.strictObject({
   userInfoEndpoint: v.optional(url),
   // `type: "oidc"`: the issuer identifier; its discovery document is read on save.
   issuer: v.optional(url),
+  // Intuit: its sandbox serves userinfo on another host.
+  environment: v.optional(v.picklist(['sandbox', 'production'], 'must be "sandbox" or "production"')),
   pkce: v.optional(v.boolean()),
   trustEmailVerified: v.optional(v.boolean()),
   persistProviderTokens: v.optional(v.boolean()),
@@ -175,6 +177,7 @@ export class ProviderService {
     if (input.type === 'arctic') {
       const entry = catalogEntry(input.providerId);
       if (!entry) throw validationFailed([{ path: 'providerId', message: 'is not a built-in provider (see GET /auth/available-providers)' }]);
+      if (entry.clientSecretRequired && !input.clientSecret) throw validationFailed([{ path: 'clientSecret', message: `is required: ${entry.clientSecretRequired}` }]);
       label ??= entry.label;
       scopes ??= entry.defaultScopes;
     } else if (input.type === 'oidc') {
@@ -218,6 +221,8 @@ export class ProviderService {
 
   async patch(providerId: string, patch: v.InferOutput<typeof patchProviderSchema>): Promise<ProviderDoc> {
     const doc = await this.get(providerId);
+    const secretRequired = doc.type === 'arctic' ? catalogEntry(providerId)?.clientSecretRequired : undefined;
+    if (secretRequired && patch.clientSecret === '') throw validationFailed([{ path: 'clientSecret', message: `cannot be removed: ${secretRequired}` }]);
     const $set: Record<string, unknown> = { updatedAt: new Date().toISOString() };
     for (const key of ['label', 'clientId', 'redirectUri', 'scopes', 'enabled', 'trustEmailVerified'] as const) {
       if (patch[key] !== undefined) $set[key] = patch[key];

@@ -445,3 +445,29 @@ describe("Coinbase: login.coinbase.com's OAuth2 endpoints with PKCE, not the pre
     expect(s256(token.form!.code_verifier!)).toBe(q.get('code_challenge'));
   });
 });
+
+describe("Autodesk: the userinfo endpoint APS documents (api.aps.autodesk.com/userinfo)", () => {
+  let aps: FakeProvider;
+  let restore: () => void;
+  beforeAll(async () => {
+    aps = await startFakeProvider({ token: '/authentication/v2/token', userInfo: '/userinfo' });
+    scan.addTokenSet(aps.issued);
+    restore = routeHosts({ 'developer.api.autodesk.com': aps.baseURL, 'api.aps.autodesk.com': aps.baseURL, 'api.userprofile.autodesk.com': aps.baseURL });
+  });
+  afterAll(async () => {
+    restore?.();
+    await admin.fetch('/auth/providers/autodesk', { method: 'DELETE' });
+    await aps?.close();
+  });
+
+  it('exchanges at developer.api.autodesk.com/authentication/v2/token, reads api.aps.autodesk.com/userinfo', async () => {
+    await createProvider({ providerId: 'autodesk', type: 'arctic' });
+    const before = aps.requests.length;
+    // APS's OIDC userinfo example (standard claims).
+    const claims = { sub: 'ABCDEFGH', name: 'John Doe', given_name: 'John', family_name: 'Doe', email: `${uniq('aps')}@example.com`, email_verified: true, picture: 'https://images.profile.autodesk.com/x120.jpg' };
+    const { b, location } = await login('autodesk', claims, aps);
+    expect(location).toBe('/');
+    expect((await sessionUser(b)).user).toMatchObject({ email: claims.email, email_verified: true, oauthAccounts: [{ provider: 'autodesk', providerAccountId: 'ABCDEFGH' }] });
+    expect(calls(aps, before)).toEqual(['POST developer.api.autodesk.com/authentication/v2/token', 'GET api.aps.autodesk.com/userinfo']);
+  });
+});

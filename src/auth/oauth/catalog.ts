@@ -253,6 +253,9 @@ export const catalog: CatalogEntry[] = [
     trustEmailVerified: false,
   },
   {
+    // APS's User Profile API documents the OIDC userinfo at api.aps.autodesk.com/userinfo
+    // (developer.api.autodesk.com/userinfo: legacy, still supported); api.userprofile.autodesk.com
+    // is in neither.
     id: 'autodesk',
     className: 'Autodesk',
     label: 'Autodesk',
@@ -260,7 +263,7 @@ export const catalog: CatalogEntry[] = [
     configKeys: [],
     defaultScopes: ['openid', 'user-profile:read'],
     create: publicOk,
-    userInfo: oidc('https://api.userprofile.autodesk.com/userinfo'),
+    userInfo: oidc('https://api.aps.autodesk.com/userinfo'),
   },
   {
     // Battle.net gives no email to third parties.

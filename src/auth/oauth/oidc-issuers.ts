@@ -124,14 +124,14 @@ export class OidcIssuers {
       metadata = await oauth.processDiscoveryResponse(new URL(issuer), res);
     } catch (err) {
       const code = (err as { code?: string }).code;
-      if (code === oauth.JSON_ATTRIBUTE_COMPARISON) throw new IssuerError(`the discovery document's issuer is not exactly "${issuer}"`);
+      if (code === oauth.JSON_ATTRIBUTE_COMPARISON) throw notExactly((err as { cause?: { body?: { issuer?: unknown } } }).cause?.body?.issuer, issuer);
       if (code === oauth.PARSE_ERROR || code === oauth.RESPONSE_IS_NOT_JSON || code === oauth.INVALID_RESPONSE) {
         throw new IssuerError(`${where} is not a JSON discovery document`);
       }
       throw new IssuerError(`${where} cannot be read (${reason(err)})`);
     }
     // oauth4webapi compares normalized URLs; CONTRACT 5 wants the exact string (the id_token's `iss` is compared as one).
-    if (metadata.issuer !== issuer) throw new IssuerError(`the discovery document's issuer "${metadata.issuer}" is not exactly "${issuer}"`);
+    if (metadata.issuer !== issuer) throw notExactly(metadata.issuer, issuer);
     for (const key of [...REQUIRED_ENDPOINTS, ...OPTIONAL_ENDPOINTS]) {
       const value = metadata[key];
       if (value === undefined && (OPTIONAL_ENDPOINTS as readonly string[]).includes(key)) continue;
@@ -150,6 +150,9 @@ export class OidcIssuers {
     return entry;
   }
 }
+
+/** The issuer of the document differs from the configured one, even by a trailing slash: say both. */
+const notExactly = (found: unknown, issuer: string) => new IssuerError(`the discovery document's issuer ${JSON.stringify(String(found))} is not exactly ${JSON.stringify(issuer)}`);
 
 /** A short cause for the admin: timeouts and refused connections read as such. */
 function reason(err: unknown): string {

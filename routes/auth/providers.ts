@@ -1,6 +1,7 @@
 import * as arctic from 'arctic';
 import * as v from 'valibot';
 import { catalog, discoverArcticProviders } from '../../src/auth/oauth/catalog.ts';
+import { OIDC_DEFAULT_SCOPES } from '../../src/auth/oauth/oidc-client.ts';
 import { createProviderSchema, defaultTrustEmailVerified, patchProviderSchema, toPublicProvider } from '../../src/auth/oauth/providers.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
@@ -8,7 +9,7 @@ import type { ServerInstance } from '../../src/instance.ts';
 const tags = ['oauth admin'];
 const providerParams = v.object({ id: v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a providerId')) });
 
-/** `GET /auth/available-providers`: every built-in provider arctic exports (found at run time) plus custom templates. */
+/** `GET /auth/available-providers`: every built-in provider arctic exports (found at run time), the OpenID template, custom templates. */
 export const availableProviders = ({ auth, config }: ServerInstance) =>
   defineRoute({
     method: 'GET',
@@ -21,6 +22,8 @@ export const availableProviders = ({ auth, config }: ServerInstance) =>
         .map((className) => byClass.get(className))
         .filter((e) => e !== undefined)
         .map((e) => ({ providerId: e.id, type: 'arctic' as const, label: e.label, pkce: e.pkce !== 'none', configKeys: e.configKeys, defaultScopes: e.defaultScopes }));
+      // CONTRACT 5: any OpenID Provider by its issuer URL; create it under any providerId (`okta-corp`, ...).
+      const oidc = { providerId: 'oidc', type: 'oidc' as const, label: 'OpenID Connect (any provider, by issuer URL)', pkce: true, configKeys: ['issuer'], defaultScopes: OIDC_DEFAULT_SCOPES };
       const custom = config.auth.providers.custom.map((t) => ({
         providerId: t.id,
         type: 'custom' as const,
@@ -30,7 +33,7 @@ export const availableProviders = ({ auth, config }: ServerInstance) =>
         defaultScopes: t.scopes,
       }));
       return c.json(
-        [...builtins, ...custom].map((p) => ({
+        [...builtins, oidc, ...custom].map((p) => ({
           ...p,
           trustEmailVerified: defaultTrustEmailVerified(p.type, p.providerId),
           redirectUri: auth.providers.defaultRedirectUri(p.providerId),

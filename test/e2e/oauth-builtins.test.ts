@@ -11,6 +11,7 @@ import { createTestApp, type TestApp } from '../support/app.ts';
 import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
 import { LeakScanner } from '../support/leak-scanner.ts';
 import { Browser } from '../support/oidc.ts';
+import { routeHosts } from '../support/route-hosts.ts';
 
 const SVC_BASE = 'http://localhost:3000';
 const COOKIE = 'sid_app';
@@ -276,5 +277,197 @@ describe('Mastodon: the OAuth endpoints Mastodon really serves', () => {
     expect(token!.form).toMatchObject({ grant_type: 'authorization_code', redirect_uri: `${SVC_BASE}/api/auth/oauth/mastodon/callback` });
     expect(createHash('sha256').update(token!.form!.code_verifier!).digest('base64url')).toBe(q.get('code_challenge'));
     expect(server.issued.has(profile!.authorization.replace(/^Bearer /, ''))).toBe(true);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Catalog fixes (OAuth issue item 1), each against a local server that serves only the provider's
+// real paths; its fixed https hosts are routed there (test/support/route-hosts.ts).
+
+/** `METHOD host path` of each request, the host being the one svc called. */
+const calls = (server: FakeProvider, from: number) => server.requests.slice(from).map((r) => `${r.method} ${String(r.headers['x-routed-from-host'])}${r.path}`);
+const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
+
+describe('Etsy: every API request sends x-api-key "<keystring>:<shared secret>"', () => {
+  const KEYSTRING = 'etsykeystring123';
+  const USER = '12345678';
+  let etsy: FakeProvider;
+  let restore: () => void;
+  beforeAll(async () => {
+    // Etsy refuses an Open API v3 request whose x-api-key lacks the shared secret (Request Standards).
+    etsy = await startFakeProvider(
+      { token: '/v3/public/oauth/token', userInfo: ['/v3/application/users/me', `/v3/application/users/${USER}`] },
+      { requireHeaders: { 'x-api-key': `${KEYSTRING}:${CLIENT_SECRET}` }, accessTokenPrefix: `${USER}.` },
+    );
+    scan.addTokenSet(etsy.issued);
+    restore = routeHosts({ 'api.etsy.com': etsy.baseURL, 'openapi.etsy.com': etsy.baseURL });
+  });
+  afterAll(async () => {
+    restore?.();
+    await admin.fetch('/auth/providers/etsy', { method: 'DELETE' });
+    await etsy?.close();
+  });
+
+  it('the profile calls send keystring and shared secret; the code exchange stays a public client with PKCE', async () => {
+    await createProvider({ providerId: 'etsy', type: 'arctic', clientId: KEYSTRING });
+    // Etsy's getUser (GET /v3/application/users/{user_id}) with email_r.
+    etsy.setUserInfo({ user_id: Number(USER), primary_email: 'maker@example.com', first_name: 'Mae', last_name: 'Maker', image_url_75x75: 'https://i.etsystatic.com/u.jpg' }, `/v3/application/users/${USER}`);
+    const before = etsy.requests.length;
+    // Etsy's getMe (GET /v3/application/users/me).
+    const { b, location, authorizeUrl } = await login('etsy', { user_id: Number(USER), shop_id: 4242 }, etsy);
+    expect(location).toBe('/');
+    expect((await sessionUser(b)).user).toMatchObject({ email: 'maker@example.com', email_verified: false, oauthAccounts: [{ provider: 'etsy', providerAccountId: USER }] });
+
+    expect(calls(etsy, before)).toEqual(['POST api.etsy.com/v3/public/oauth/token', 'GET openapi.etsy.com/v3/application/users/me', `GET openapi.etsy.com/v3/application/users/${USER}`]);
+    const [token, ...api] = etsy.requests.slice(before);
+    // The exchange: a public client (no Authorization, no secret) proving PKCE.
+    expect(token!.authorization).toBe('');
+    expect(token!.form).toMatchObject({ grant_type: 'authorization_code', client_id: KEYSTRING, redirect_uri: `${SVC_BASE}/api/auth/oauth/etsy/callback` });
+    expect(token!.form).not.toHaveProperty('client_secret');
+    expect(s256(token!.form!.code_verifier!)).toBe(authorizeUrl.searchParams.get('code_challenge'));
+    for (const r of api) expect(r.headers['x-api-key']).toBe(`${KEYSTRING}:${CLIENT_SECRET}`);
+
+    // What the catalog sent before: the keystring alone, refused by Etsy (here, the stand-in).
+    const alone = await fetch(`https://openapi.etsy.com/v3/application/users/me`, { headers: { 'x-api-key': KEYSTRING, authorization: api[0]!.authorization } });
+    expect(alone.status).toBe(403);
+  });
+
+  it('the shared secret is required: POST without it and PATCH removing it are 400 naming clientSecret, nothing changes', async () => {
+    await admin.fetch('/auth/providers/etsy', { method: 'DELETE' });
+    for (const [method, path, json] of [
+      ['POST', '/auth/providers', { providerId: 'etsy', type: 'arctic', clientId: KEYSTRING }],
+      ['POST', '/auth/providers', { providerId: 'etsy', type: 'arctic', clientId: KEYSTRING, clientSecret: '' }],
+    ] as const) {
+      const res = await admin.fetch(path, { method, json });
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { error: { code: string; details: { path: string; message: string }[] } };
+      expect(body.error.code).toBe('validation_failed');
+      expect(body.error.details).toEqual([{ path: 'clientSecret', message: expect.stringContaining('shared secret') }]);
+    }
+    expect(((await (await admin.fetch('/auth/providers')).json()) as { id: string }[]).map((p) => p.id)).not.toContain('etsy');
+
+    await createProvider({ providerId: 'etsy', type: 'arctic', clientId: KEYSTRING });
+    const removal = await admin.fetch('/auth/providers/etsy', { method: 'PATCH', json: { clientSecret: '' } });
+    expect(removal.status).toBe(400);
+    expect(((await removal.json()) as { error: { details: { path: string }[] } }).error.details.map((d) => d.path)).toEqual(['clientSecret']);
+    const list = (await (await admin.fetch('/auth/providers')).json()) as { id: string; hasClientSecret: boolean }[];
+    expect(list.find((p) => p.id === 'etsy')?.hasClientSecret).toBe(true);
+  });
+});
+
+describe('Intuit: config.environment picks the userinfo host of the sandbox or production', () => {
+  let intuit: FakeProvider;
+  let restore: () => void;
+  beforeAll(async () => {
+    intuit = await startFakeProvider({ token: '/oauth2/v1/tokens/bearer', userInfo: '/v1/openid_connect/userinfo' });
+    scan.addTokenSet(intuit.issued);
+    restore = routeHosts({
+      'oauth.platform.intuit.com': intuit.baseURL,
+      'accounts.platform.intuit.com': intuit.baseURL,
+      'sandbox-accounts.platform.intuit.com': intuit.baseURL,
+    });
+  });
+  afterAll(async () => {
+    restore?.();
+    await admin.fetch('/auth/providers/intuit', { method: 'DELETE' });
+    await intuit?.close();
+  });
+
+  // Intuit's userinfo answer (camelCase claims).
+  const claims = (sub: string) => ({ sub, email: `${sub}@example.com`, emailVerified: true, givenName: 'Quinn', familyName: 'Books' });
+
+  it('sandbox: userinfo at sandbox-accounts.platform.intuit.com; production (the default): accounts.platform.intuit.com', async () => {
+    const created = await createProvider({ providerId: 'intuit', type: 'arctic', config: { environment: 'sandbox' } });
+    expect(created.config).toEqual({ environment: 'sandbox' });
+    let before = intuit.requests.length;
+    const sandbox = uniq('sandbox');
+    const first = await login('intuit', claims(sandbox), intuit);
+    expect(first.location).toBe('/');
+    expect((await sessionUser(first.b)).user).toMatchObject({ email: `${sandbox}@example.com`, email_verified: true });
+    expect(calls(intuit, before)).toEqual(['POST oauth.platform.intuit.com/oauth2/v1/tokens/bearer', 'GET sandbox-accounts.platform.intuit.com/v1/openid_connect/userinfo']);
+    expect(intuit.requests[before]!.authorization).toBe(`Basic ${Buffer.from(`svc-client:${CLIENT_SECRET}`).toString('base64')}`);
+
+    expect((await admin.fetch('/auth/providers/intuit', { method: 'PATCH', json: { config: { environment: 'production' } } })).status).toBe(200);
+    before = intuit.requests.length;
+    expect((await login('intuit', claims(uniq('prod')), intuit)).location).toBe('/');
+    expect(calls(intuit, before)[1]).toBe('GET accounts.platform.intuit.com/v1/openid_connect/userinfo');
+
+    await admin.fetch('/auth/providers/intuit', { method: 'DELETE' });
+    await createProvider({ providerId: 'intuit', type: 'arctic' });
+    before = intuit.requests.length;
+    expect((await login('intuit', claims(uniq('default')), intuit)).location).toBe('/');
+    expect(calls(intuit, before)[1]).toBe('GET accounts.platform.intuit.com/v1/openid_connect/userinfo');
+  });
+
+  it('another environment is 400 validation_failed naming config.environment', async () => {
+    const res = await admin.fetch('/auth/providers/intuit', { method: 'PATCH', json: { config: { environment: 'staging' } } });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; details: { path: string }[] } };
+    expect(body.error.code).toBe('validation_failed');
+    expect(body.error.details.map((d) => d.path)).toContain('config.environment');
+  });
+});
+
+describe("Coinbase: login.coinbase.com's OAuth2 endpoints with PKCE, not the previous www.coinbase.com/oauth ones", () => {
+  let coinbase: FakeProvider;
+  let restore: () => void;
+  beforeAll(async () => {
+    coinbase = await startFakeProvider({ token: '/oauth2/token', userInfo: '/v2/user' });
+    scan.addTokenSet(coinbase.issued);
+    restore = routeHosts({ 'login.coinbase.com': coinbase.baseURL, 'api.coinbase.com': coinbase.baseURL, 'www.coinbase.com': coinbase.baseURL });
+  });
+  afterAll(async () => {
+    restore?.();
+    await admin.fetch('/auth/providers/coinbase', { method: 'DELETE' });
+    await coinbase?.close();
+  });
+
+  it('authorizes at /oauth2/auth with S256, exchanges at /oauth2/token with the secret in the body, reads /v2/user', async () => {
+    await createProvider({ providerId: 'coinbase', type: 'arctic' });
+    const before = coinbase.requests.length;
+    // Coinbase's "Show current user" with wallet:user:read and wallet:user:email.
+    const user = { id: '9da7a204-544e-5fd1-9a12-61176c5d4cd8', name: 'User One', username: 'user1', avatar_url: 'https://images.coinbase.com/avatar', email: 'user1@example.com', resource: 'user', resource_path: '/v2/user' };
+    const { b, location, authorizeUrl } = await login('coinbase', { data: user }, coinbase);
+
+    expect(`${authorizeUrl.origin}${authorizeUrl.pathname}`).toBe('https://login.coinbase.com/oauth2/auth');
+    const q = authorizeUrl.searchParams;
+    expect(q.get('response_type')).toBe('code');
+    expect(q.get('client_id')).toBe('svc-client');
+    expect(q.get('scope')).toBe('wallet:user:read wallet:user:email');
+    expect(q.get('code_challenge_method')).toBe('S256');
+
+    expect(location).toBe('/');
+    expect((await sessionUser(b)).user).toMatchObject({ email: 'user1@example.com', oauthAccounts: [{ provider: 'coinbase', providerAccountId: user.id }] });
+    expect(calls(coinbase, before)).toEqual(['POST login.coinbase.com/oauth2/token', 'GET api.coinbase.com/v2/user']);
+    const token = coinbase.requests[before]!;
+    expect(token.authorization).toBe('');
+    expect(token.form).toMatchObject({ grant_type: 'authorization_code', client_id: 'svc-client', client_secret: CLIENT_SECRET, redirect_uri: `${SVC_BASE}/api/auth/oauth/coinbase/callback` });
+    expect(s256(token.form!.code_verifier!)).toBe(q.get('code_challenge'));
+  });
+});
+
+describe("Autodesk: the userinfo endpoint APS documents (api.aps.autodesk.com/userinfo)", () => {
+  let aps: FakeProvider;
+  let restore: () => void;
+  beforeAll(async () => {
+    aps = await startFakeProvider({ token: '/authentication/v2/token', userInfo: '/userinfo' });
+    scan.addTokenSet(aps.issued);
+    restore = routeHosts({ 'developer.api.autodesk.com': aps.baseURL, 'api.aps.autodesk.com': aps.baseURL, 'api.userprofile.autodesk.com': aps.baseURL });
+  });
+  afterAll(async () => {
+    restore?.();
+    await admin.fetch('/auth/providers/autodesk', { method: 'DELETE' });
+    await aps?.close();
+  });
+
+  it('exchanges at developer.api.autodesk.com/authentication/v2/token, reads api.aps.autodesk.com/userinfo', async () => {
+    await createProvider({ providerId: 'autodesk', type: 'arctic' });
+    const before = aps.requests.length;
+    // APS's OIDC userinfo example (standard claims).
+    const claims = { sub: 'ABCDEFGH', name: 'John Doe', given_name: 'John', family_name: 'Doe', email: `${uniq('aps')}@example.com`, email_verified: true, picture: 'https://images.profile.autodesk.com/x120.jpg' };
+    const { b, location } = await login('autodesk', claims, aps);
+    expect(location).toBe('/');
+    expect((await sessionUser(b)).user).toMatchObject({ email: claims.email, email_verified: true, oauthAccounts: [{ provider: 'autodesk', providerAccountId: 'ABCDEFGH' }] });
+    expect(calls(aps, before)).toEqual(['POST developer.api.autodesk.com/authentication/v2/token', 'GET api.aps.autodesk.com/userinfo']);
   });
 });

@@ -43,6 +43,11 @@ export class LeakScanner {
     if (value && value.length >= 8) this.secrets.set(value, kind);
   }
 
+  /** Adds a token set that grows while the suite runs (a provider stand-in started later). */
+  addTokenSet(set: Set<string>): void {
+    this.sources.tokenSets = [...(this.sources.tokenSets ?? []), set];
+  }
+
   /** Session ids seen in Set-Cookie so far. */
   get sessionIds(): string[] {
     return [...this.secrets].filter(([, kind]) => kind === 'session id').map(([v]) => v);

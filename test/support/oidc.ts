@@ -6,6 +6,8 @@
 //   .../realms/test/protocol/openid-connect/auth|token|userinfo  renamed routes, so arctic's
 //                                                                `KeyCloak` class reaches them
 //   .../realms/test/interaction/:uid                             default dev login/consent pages
+//   .../realms/test/.well-known/openid-configuration             discovery document (`type: "oidc"`
+//                                                                providers read it), keys at .../certs
 // and a second loopback server in front of the userinfo endpoint:
 //   http://127.0.0.1:<port2>/jwt-userinfo    accepts only `Authorization: JWT <token>`, then asks the
 //                                            IdP's real userinfo with Bearer and returns its JSON

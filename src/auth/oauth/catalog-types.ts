@@ -53,6 +53,8 @@ export interface CatalogEntry {
    * "verified" flag is known to be unreliable, so its emails count as unverified. Absent: true.
    */
   trustEmailVerified?: false;
+  /** Set when the provider cannot work without a clientSecret even as a public client: why (the admin API says it). */
+  clientSecretRequired?: string;
   /** Where to read about registering an app at this provider (optional). */
   docs?: string;
 }

@@ -11,8 +11,9 @@
  * `none`, else `createAuthorizationURL(state, scopes)`, and `validateAuthorizationCode(code[, verifier])`.
  * The few classes whose methods differ from that shape get an adapter on the instance (see `patch`).
  */
-import { CodeChallengeMethod, OAuth2Client, type OAuth2Tokens } from 'arctic';
-import type { ArcticClient, CatalogEntry, UserInfoSource } from './catalog-types.ts';
+import { CodeChallengeMethod, OAuth2Client, OAuth2Tokens } from 'arctic';
+import * as oauth from 'oauth4webapi';
+import type { ArcticClient, CatalogEntry, ClientOptions, UserInfoSource } from './catalog-types.ts';
 import type { Profile } from './profile.ts';
 
 type Json = Record<string, unknown>;
@@ -103,14 +104,32 @@ function patch(client: ArcticClient, key: keyof ArcticClient, wrap: (original: M
   return client;
 }
 
-/** Client ids of the tokens an instance returned, for user APIs that want the client id as a header. */
-const clientIds = new WeakMap<object, string>();
-const rememberClientId = (client: ArcticClient, clientId: string): ArcticClient =>
+/**
+ * App credentials of the tokens an instance returned, for user APIs that want them beside the token
+ * (Twitch's and Tiltify's `Client-Id`, Etsy's `x-api-key`). Kept in memory with the tokens only.
+ */
+const appKeys = new WeakMap<object, string>();
+const rememberAppKey = (client: ArcticClient, key: string): ArcticClient =>
   patch(client, 'validateAuthorizationCode', (original) => async (...args) => {
     const tokens = (await original(...args)) as OAuth2Tokens;
-    clientIds.set(tokens, clientId);
+    appKeys.set(tokens, key);
     return tokens;
   });
+
+/**
+ * A code exchange with PKCE and the client secret in the form body (`client_secret_post`), for
+ * providers that document only that (arctic's OAuth2Client sends HTTP Basic). oauth4webapi builds the
+ * request and checks the answer.
+ */
+async function exchangeWithPostedSecret(tokenEndpoint: string, o: ClientOptions, code: string, verifier: string): Promise<OAuth2Tokens> {
+  const as: oauth.AuthorizationServer = { issuer: new URL(tokenEndpoint).origin, token_endpoint: tokenEndpoint };
+  const client: oauth.Client = { client_id: o.clientId };
+  const params = oauth.validateAuthResponse(as, client, new URLSearchParams({ code }), oauth.skipStateCheck);
+  const res = await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretPost(o.clientSecret), params, o.redirectUri, verifier, {
+    signal: AbortSignal.timeout(USERINFO_TIMEOUT_MS),
+  });
+  return new OAuth2Tokens(await oauth.processAuthorizationCodeResponse(as, client, res));
+}
 
 /** Apple's .p8 key (PEM or bare base64), kept in the provider document's write-only `clientSecret`. */
 const pkcs8 = (key: string): Uint8Array => new Uint8Array(Buffer.from(key.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, ''), 'base64'));
@@ -234,6 +253,9 @@ export const catalog: CatalogEntry[] = [
     trustEmailVerified: false,
   },
   {
+    // APS's User Profile API documents the OIDC userinfo at api.aps.autodesk.com/userinfo
+    // (developer.api.autodesk.com/userinfo: legacy, still supported); api.userprofile.autodesk.com
+    // is in neither.
     id: 'autodesk',
     className: 'Autodesk',
     label: 'Autodesk',
@@ -241,7 +263,7 @@ export const catalog: CatalogEntry[] = [
     configKeys: [],
     defaultScopes: ['openid', 'user-profile:read'],
     create: publicOk,
-    userInfo: oidc('https://api.userprofile.autodesk.com/userinfo'),
+    userInfo: oidc('https://api.aps.autodesk.com/userinfo'),
   },
   {
     // Battle.net gives no email to third parties.
@@ -299,13 +321,23 @@ export const catalog: CatalogEntry[] = [
     userInfo: fromTokens((d) => profile({ id: d.membership_id })),
   },
   {
+    // arctic 3.7's class authorizes at www.coinbase.com/oauth/authorize and exchanges codes at
+    // www.coinbase.com/oauth/token, Coinbase's previous endpoints, without PKCE. Coinbase documents
+    // login.coinbase.com/oauth2/auth and /oauth2/token, recommends PKCE (S256; its default is plain)
+    // and sends client_id and client_secret in the token request's body: the adapter does that.
     id: 'coinbase',
     className: 'Coinbase',
     label: 'Coinbase',
-    pkce: 'none',
+    pkce: 'required',
     configKeys: [],
     defaultScopes: ['wallet:user:read', 'wallet:user:email'],
-    create: basic,
+    create: (Class, o) => {
+      const oauth2 = new OAuth2Client(o.clientId, o.clientSecret, o.redirectUri);
+      const client = patch(basic(Class, o), 'createAuthorizationURL', () => (state, verifier, scopes) =>
+        oauth2.createAuthorizationURLWithPKCE('https://login.coinbase.com/oauth2/auth', String(state), CodeChallengeMethod.S256, String(verifier), list(scopes).map(String)),
+      );
+      return patch(client, 'validateAuthorizationCode', () => (code, verifier) => exchangeWithPostedSecret('https://login.coinbase.com/oauth2/token', o, String(code), String(verifier)));
+    },
     userInfo: userinfo('https://api.coinbase.com/v2/user', (j) => {
       const u = obj(j.data);
       return profile({ id: u.id, email: u.email, name: u.name ?? u.username, avatarUrl: u.avatar_url });
@@ -385,19 +417,25 @@ export const catalog: CatalogEntry[] = [
     userInfo: userinfo('https://api.epicgames.dev/epic/oauth/v2/userInfo', (j) => profile({ id: j.sub, name: j.preferred_username })),
   },
   {
-    // Public client (no secret). Etsy's API wants the client id as `x-api-key`; the user id is
-    // also the prefix of the access token (`<user_id>.<token>`).
+    // The code exchange is a public client's with PKCE (arctic's class sends no secret). Every Open API
+    // v3 request wants `x-api-key: <keystring>:<shared secret>` (Etsy's "Request Standards"; requests
+    // without the secret are refused since 9 February 2026): the shared secret is the document's
+    // clientSecret (write-only, sealed at rest) and goes nowhere else.
     id: 'etsy',
     className: 'Etsy',
     label: 'Etsy',
     pkce: 'required',
     configKeys: [],
     defaultScopes: ['email_r', 'shops_r'],
-    create: (Class, o) => rememberClientId(construct(Class, o.clientId, o.redirectUri), o.clientId),
+    clientSecretRequired: "Etsy's shared secret: every API request sends it with the keystring (x-api-key)",
+    create: (Class, o) => {
+      const client = construct(Class, o.clientId, o.redirectUri);
+      return o.clientSecret ? rememberAppKey(client, `${o.clientId}:${o.clientSecret}`) : client;
+    },
     userInfo: custom(
       async (tokens, _c, http) => {
-        const apiKey = clientIds.get(tokens);
-        if (!apiKey) return { user_id: tokens.accessToken().split('.')[0] };
+        const apiKey = appKeys.get(tokens);
+        if (!apiKey) throw new Error("Etsy's API needs the shared secret: save it as the provider's clientSecret");
         const me = await call(http, 'https://openapi.etsy.com/v3/application/users/me', tokens.accessToken(), { headers: { 'x-api-key': apiKey } });
         return call(http, `https://openapi.etsy.com/v3/application/users/${encodeURIComponent(str(me.user_id) ?? '')}`, tokens.accessToken(), { headers: { 'x-api-key': apiKey } });
       },
@@ -484,7 +522,9 @@ export const catalog: CatalogEntry[] = [
     userInfo: oidc('https://openidconnect.googleapis.com/v1/userinfo'),
   },
   {
-    // Intuit's userinfo uses camelCase claims (`emailVerified`, `givenName`).
+    // Intuit's userinfo uses camelCase claims (`emailVerified`, `givenName`). Apps in Intuit's sandbox
+    // sign in at the same authorize and token endpoints, but their userinfo is another host (Intuit's
+    // sandbox discovery document): `config.environment: "sandbox"`; default production.
     id: 'intuit',
     className: 'Intuit',
     label: 'Intuit',
@@ -492,7 +532,7 @@ export const catalog: CatalogEntry[] = [
     configKeys: [],
     defaultScopes: OIDC_SCOPES,
     create: basic,
-    userInfo: userinfo('https://accounts.platform.intuit.com/v1/openid_connect/userinfo', (j) =>
+    userInfo: userinfo((c) => `https://${c.environment === 'sandbox' ? 'sandbox-accounts' : 'accounts'}.platform.intuit.com/v1/openid_connect/userinfo`, (j) =>
       profile({ id: j.sub, email: j.email, emailVerified: j.emailVerified === true || j.emailVerified === 'true', name: joinName(j.givenName, j.familyName) }),
     ),
   },
@@ -875,10 +915,10 @@ export const catalog: CatalogEntry[] = [
     pkce: 'none',
     configKeys: [],
     defaultScopes: ['public'],
-    create: (Class, o) => rememberClientId(basic(Class, o), o.clientId),
+    create: (Class, o) => rememberAppKey(basic(Class, o), o.clientId),
     userInfo: custom(
       (tokens, _c, http) => {
-        const clientId = clientIds.get(tokens);
+        const clientId = appKeys.get(tokens);
         return call(http, 'https://v5api.tiltify.com/api/public/current-user', tokens.accessToken(), { headers: clientId ? { 'Client-Id': clientId } : {} });
       },
       (j) => {
@@ -910,11 +950,11 @@ export const catalog: CatalogEntry[] = [
     pkce: 'none',
     configKeys: [],
     defaultScopes: ['user:read:email'],
-    create: (Class, o) => rememberClientId(basic(Class, o), o.clientId),
+    create: (Class, o) => rememberAppKey(basic(Class, o), o.clientId),
     userInfo: custom(
       async (tokens, _c, http) => {
         const clientId =
-          clientIds.get(tokens) ?? str((await call(http, 'https://id.twitch.tv/oauth2/validate', tokens.accessToken(), { headers: { Authorization: `OAuth ${tokens.accessToken()}` } })).client_id);
+          appKeys.get(tokens) ?? str((await call(http, 'https://id.twitch.tv/oauth2/validate', tokens.accessToken(), { headers: { Authorization: `OAuth ${tokens.accessToken()}` } })).client_id);
         return obj(list((await call(http, 'https://api.twitch.tv/helix/users', tokens.accessToken(), { headers: { 'Client-Id': clientId ?? '' } })).data)[0]);
       },
       (u) => profile({ id: u.id, email: u.email, emailVerified: true, name: u.display_name ?? u.login, avatarUrl: u.profile_image_url }),

@@ -2,6 +2,8 @@ import * as arctic from 'arctic';
 import { decodeIdToken, OAuth2Client, type OAuth2Tokens } from 'arctic';
 import type { ArcticClient, CatalogEntry } from './catalog-types.ts';
 import { catalogEntry } from './catalog.ts';
+import { oidcClient } from './oidc-client.ts';
+import type { OidcIssuers } from './oidc-issuers.ts';
 import { mapUserInfo, type Profile } from './profile.ts';
 import { trustsEmailOf, type ProviderDoc } from './providers.ts';
 
@@ -21,11 +23,21 @@ export interface UserInfoResult {
   profile: Profile;
 }
 
+/** What the callback hands to `exchange` besides the code (used by OpenID providers). */
+export interface CallbackContext {
+  /** The nonce sent with the authorize request (from the state record), or null. */
+  nonce: string | null;
+  /** Every parameter of the callback URL (`code`, `state`, `iss`, ...). */
+  params: URLSearchParams;
+}
+
 /** One provider, ready for the flow: authorize URL, code exchange, user info. */
 export interface ProviderClient {
   pkce: boolean;
-  authorizationUrl(state: string, codeVerifier: string | null): URL;
-  exchange(code: string, codeVerifier: string | null): Promise<OAuth2Tokens>;
+  /** The flow sends a fresh `nonce` with the authorize request and keeps it in the state record. */
+  nonce?: boolean;
+  authorizationUrl(state: string, codeVerifier: string | null, nonce?: string | null): URL | Promise<URL>;
+  exchange(code: string, codeVerifier: string | null, callback?: CallbackContext): Promise<OAuth2Tokens>;
   userInfo(tokens: OAuth2Tokens): Promise<UserInfoResult>;
 }
 
@@ -106,12 +118,14 @@ function withoutVerifiedClaim(client: ProviderClient): ProviderClient {
 
 /**
  * The client for a provider document: arctic's class for built-ins, arctic's OAuth2Client for custom
- * ones. Its profile carries only a verified claim svc believes, so the account resolution and the
- * login handlers never see one from an untrusted provider (`emailVerifiedBy` is the whole rule).
+ * ones, the issuer's discovery document for OpenID providers (`issuers` caches those). Its profile
+ * carries only a verified claim svc believes, so the account resolution and the login handlers never
+ * see one from an untrusted provider (`emailVerifiedBy` is the whole rule).
  */
-export function providerClient(doc: ProviderDoc, clientSecret: string): ProviderClient {
+export function providerClient(doc: ProviderDoc, clientSecret: string, issuers: OidcIssuers): ProviderClient {
   let client: ProviderClient;
   if (doc.type === 'custom') client = customClient(doc, clientSecret);
+  else if (doc.type === 'oidc') client = oidcClient(doc, clientSecret, issuers);
   else {
     const entry = catalogEntry(doc.providerId);
     if (!entry) throw new OAuthFlowError('provider_not_found', `no built-in provider "${doc.providerId}"`);

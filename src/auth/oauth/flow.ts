@@ -31,6 +31,8 @@ const PENDING_LINK_TTL = 900;
 interface StateRecord {
   providerId: string;
   codeVerifier: string | null;
+  /** OpenID providers: the nonce the id_token must carry (records of older versions lack it). */
+  nonce?: string | null;
   returnTo: string;
   /** Connecting an identity to this signed-in user (CONTRACT 10) rather than logging in. */
   linkUserId?: string;
@@ -139,16 +141,25 @@ export class OAuthFlow {
   async start(c: Context, providerId: string, linkUserId?: string): Promise<string> {
     const doc = await this.providers.find(providerId);
     if (!doc?.enabled) throw new OAuthFlowError('provider_not_found', `provider "${providerId}" is not configured or not enabled`);
-    const client = providerClient(doc, this.providers.clientSecret(doc));
+    const client = providerClient(doc, this.providers.clientSecret(doc), this.providers.issuers);
     const state = generateState();
     const codeVerifier = client.pkce ? generateCodeVerifier() : null;
+    // Same generator as the state: 32 random bytes, base64url.
+    const nonce = client.nonce ? generateState() : null;
+    // Built before anything is stored: an OpenID provider whose discovery fails leaves no record behind.
+    let url: URL;
+    try {
+      url = await client.authorizationUrl(state, codeVerifier, nonce);
+    } catch (err) {
+      throw new OAuthFlowError('server_error', `the provider's authorize URL cannot be built: ${(err as Error).message}`, { cause: err });
+    }
     const returnTo = safeReturnPath(getCookie(c, RETURN_TO_COOKIE));
-    const record: StateRecord = { providerId, codeVerifier, returnTo, ...(linkUserId ? { linkUserId } : {}) };
+    const record: StateRecord = { providerId, codeVerifier, nonce, returnTo, ...(linkUserId ? { linkUserId } : {}) };
     await this.stateStore.set(`${this.prefix}oauth-state:${sha256(state)}`, JSON.stringify(record), { ttl: STATE_TTL });
     // Lax: the callback is a top-level navigation coming back from the provider's site.
     this.cookie(c, STATE_COOKIE, state, STATE_TTL, 'Lax');
     this.clearCookie(c, RETURN_TO_COOKIE);
-    return client.authorizationUrl(state, codeVerifier).toString();
+    return url.toString();
   }
 
   /** `GET /auth/oauth/:provider/callback`: returns the path to redirect to; throws OAuthFlowError. */
@@ -166,11 +177,12 @@ export class OAuthFlow {
 
     const doc = await this.providers.find(providerId);
     if (!doc?.enabled) throw new OAuthFlowError('provider_not_found', `provider "${providerId}" is not configured or not enabled`);
-    const client = providerClient(doc, this.providers.clientSecret(doc));
+    const client = providerClient(doc, this.providers.clientSecret(doc), this.providers.issuers);
     if (!code) throw new OAuthFlowError('token_exchange_failed', 'the callback has no code');
     let tokens: OAuth2Tokens;
     try {
-      tokens = await client.exchange(code, record.codeVerifier);
+      // OpenID providers verify the id_token here (signature, iss, aud, exp, nonce): a failure is a failed exchange.
+      tokens = await client.exchange(code, record.codeVerifier, { nonce: record.nonce ?? null, params: new URL(c.req.url).searchParams });
     } catch (err) {
       throw new OAuthFlowError('token_exchange_failed', `code exchange failed: ${(err as Error).message}`, { cause: err });
     }

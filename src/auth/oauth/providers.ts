@@ -5,6 +5,8 @@ import type { CustomTemplate } from '../../config/schema.ts';
 import type { Collection, Database } from '../../db/index.ts';
 import { AppError, notFound, validationFailed, type ErrorDetail } from '../../http/errors.ts';
 import { catalogEntry } from './catalog.ts';
+import { OIDC_DEFAULT_SCOPES } from './oidc-client.ts';
+import { IssuerError, OidcIssuers } from './oidc-issuers.ts';
 import type { Profile } from './profile.ts';
 import { isHostName, isProviderUrlKey, providerUrlProblem } from './provider-urls.ts';
 import { SecretBox } from './secrets.ts';
@@ -29,6 +31,10 @@ export const providerConfigSchema = v.strictObject({
   authorizationEndpoint: v.optional(url),
   tokenEndpoint: v.optional(url),
   userInfoEndpoint: v.optional(url),
+  // `type: "oidc"`: the issuer identifier; its discovery document is read on save.
+  issuer: v.optional(url),
+  // Intuit: its sandbox serves userinfo on another host.
+  environment: v.optional(v.picklist(['sandbox', 'production'], 'must be "sandbox" or "production"')),
   pkce: v.optional(v.boolean()),
   trustEmailVerified: v.optional(v.boolean()),
   persistProviderTokens: v.optional(v.boolean()),
@@ -42,7 +48,7 @@ const scopes = v.pipe(v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(200
 
 export const createProviderSchema = v.strictObject({
   providerId: v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a kebab-case id')),
-  type: v.picklist(['arctic', 'custom']),
+  type: v.picklist(['arctic', 'custom', 'oidc']),
   label: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(100))),
   clientId: v.pipe(v.string(), v.minLength(1), v.maxLength(512)),
   clientSecret: v.optional(v.pipe(v.string(), v.maxLength(4096))),
@@ -68,7 +74,8 @@ export const patchProviderSchema = v.strictObject({
 export interface ProviderDoc {
   _id: string;
   providerId: string;
-  type: 'arctic' | 'custom';
+  /** `arctic`: built-in (catalog); `custom`: endpoints configured; `oidc`: endpoints discovered from `config.issuer`. */
+  type: 'arctic' | 'custom' | 'oidc';
   label: string;
   clientId: string;
   clientSecret?: string;
@@ -87,7 +94,8 @@ type StoredProviderDoc = Omit<ProviderDoc, 'trustEmailVerified'> & { trustEmailV
 
 /** CONTRACT 5: true, except built-ins whose "verified" flag is known to be unreliable (authentik, synology). */
 export function defaultTrustEmailVerified(type: ProviderDoc['type'], providerId: string): boolean {
-  return type === 'custom' || catalogEntry(providerId)?.trustEmailVerified !== false;
+  // Only a built-in's id names a known provider: an oidc or custom provider may be called anything.
+  return type !== 'arctic' || catalogEntry(providerId)?.trustEmailVerified !== false;
 }
 
 /** Whether svc believes this provider's verified flag at all; a document without the field gets the default. */
@@ -114,12 +122,15 @@ export function toPublicProvider({ _id, clientSecret, ...doc }: ProviderDoc) {
 /** Provider documents: create/patch rules, template defaults, secret sealing. */
 export class ProviderService {
   readonly secrets: SecretBox;
+  /** Discovery documents and key sets of the `oidc` providers' issuers. */
+  readonly issuers: OidcIssuers;
 
   private constructor(
     private readonly docs: Collection<StoredProviderDoc>,
     private readonly config: Config,
   ) {
     this.secrets = new SecretBox(config.env.secretEncryptionKey);
+    this.issuers = new OidcIssuers({ allowInsecure: config.env.allowInsecureProviderUrls });
   }
 
   static async open(db: Database, config: Config): Promise<ProviderService> {
@@ -166,8 +177,12 @@ export class ProviderService {
     if (input.type === 'arctic') {
       const entry = catalogEntry(input.providerId);
       if (!entry) throw validationFailed([{ path: 'providerId', message: 'is not a built-in provider (see GET /auth/available-providers)' }]);
+      if (entry.clientSecretRequired && !input.clientSecret) throw validationFailed([{ path: 'clientSecret', message: `is required: ${entry.clientSecretRequired}` }]);
       label ??= entry.label;
       scopes ??= entry.defaultScopes;
+    } else if (input.type === 'oidc') {
+      label ??= input.providerId;
+      scopes ??= OIDC_DEFAULT_SCOPES;
     } else {
       // Template defaults apply at creation only, never over values saved later.
       const template = this.template(input.providerId);
@@ -179,6 +194,7 @@ export class ProviderService {
       config.pkce ??= template?.pkce ?? true;
     }
     this.checkConfig(input.type, input.providerId, config);
+    if (input.type === 'oidc') await this.checkIssuer(config.issuer!);
     const now = new Date().toISOString();
     const doc: ProviderDoc = {
       _id: randomUUID(),
@@ -205,6 +221,8 @@ export class ProviderService {
 
   async patch(providerId: string, patch: v.InferOutput<typeof patchProviderSchema>): Promise<ProviderDoc> {
     const doc = await this.get(providerId);
+    const secretRequired = doc.type === 'arctic' ? catalogEntry(providerId)?.clientSecretRequired : undefined;
+    if (secretRequired && patch.clientSecret === '') throw validationFailed([{ path: 'clientSecret', message: `cannot be removed: ${secretRequired}` }]);
     const $set: Record<string, unknown> = { updatedAt: new Date().toISOString() };
     for (const key of ['label', 'clientId', 'redirectUri', 'scopes', 'enabled', 'trustEmailVerified'] as const) {
       if (patch[key] !== undefined) $set[key] = patch[key];
@@ -213,6 +231,9 @@ export class ProviderService {
       // `config` keys merge into the saved ones: a PATCH names only what changes.
       const config = { ...doc.config, ...patch.config };
       this.checkConfig(doc.type, providerId, config);
+      // Read again whenever the issuer is sent (changed or not), never for unrelated changes: an admin
+      // can still disable a provider while its IdP is down.
+      if (doc.type === 'oidc' && patch.config.issuer !== undefined) await this.checkIssuer(config.issuer!);
       $set.config = config;
     }
     const update = patch.clientSecret === '' ? { $set, $unset: { clientSecret: true as const } } : { $set };
@@ -233,7 +254,7 @@ export class ProviderService {
       const problem = isProviderUrlKey(key) && typeof value === 'string' ? providerUrlProblem(value, this.config.env.allowInsecureProviderUrls) : undefined;
       if (problem) details.push({ path: `config.${key}`, message: problem });
     }
-    const required = type === 'arctic' ? (catalogEntry(providerId)?.configKeys ?? []) : ['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'];
+    const required = type === 'arctic' ? (catalogEntry(providerId)?.configKeys ?? []) : type === 'oidc' ? ['issuer'] : ['authorizationEndpoint', 'tokenEndpoint', 'userInfoEndpoint'];
     for (const key of required) if (!config[key as keyof ProviderConfig]) details.push({ path: `config.${key}`, message: 'is required for this provider' });
     if (config.persistProviderTokens && !config.providerTokenNamespace) {
       details.push({ path: 'config.providerTokenNamespace', message: 'is required when persistProviderTokens is true (the plugin key)' });
@@ -243,5 +264,15 @@ export class ProviderService {
       details.push({ path: 'config.providerTokenStoreInstance', message: `store instance "${instance}" is not configured` });
     }
     if (details.length) throw validationFailed(details);
+  }
+
+  /** CONTRACT 5: the issuer's discovery document must be readable, JSON, and name exactly this issuer. */
+  private async checkIssuer(issuer: string): Promise<void> {
+    try {
+      await this.issuers.discover(issuer);
+    } catch (err) {
+      if (err instanceof IssuerError) throw validationFailed([{ path: 'config.issuer', message: err.message }], 'The OpenID provider cannot be used');
+      throw err;
+    }
   }
 }

@@ -116,9 +116,10 @@ export const session = ({ auth }: ServerInstance) =>
       if (query.expand !== 'user') return c.json(body);
       const user = await auth.users.findById(s.userId);
       if (!user) {
-        // The user was removed behind our back (e.g. in the database): the session dies with it,
-        // through the auth API so its provider token blobs go too.
-        await auth.endAllSessions(s.userId);
+        // The user was removed behind our back (e.g. in the database): this session dies, through
+        // the auth API so its provider token blobs go too. Only this one: the id may belong to another
+        // app sharing the store under the same key prefix, whose user simply is not in our database.
+        await auth.endSession(getCookie(c, auth.cookieName)!);
         auth.clearSessionCookie(c);
         throw new AppError(401, 'unauthenticated', 'You need to log in');
       }

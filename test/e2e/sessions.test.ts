@@ -453,6 +453,17 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
         expect(res.status).toBe(401);
         expect(await status(c)).toBe(401);
       });
+
+      it('expand=user with a session whose user this app does not know ends that session only (another app may share the store)', async () => {
+        const { user, c } = await loggedIn();
+        const other = client();
+        expect((await other.login(user.email, user.password)).status).toBe(200);
+        // A second app on the same store and key prefix, with its own database.
+        const b = await app({ config: { auth: { store: { keyPrefix: t.keyPrefix } } } });
+        const res = await b.fetch('/auth/session?expand=user', { headers: { cookie: `sid_app=${sessionCookie(t, c)}` } });
+        expect(res.status).toBe(401);
+        expect(await status(other)).toBe(200);
+      });
     });
 
     describe('user changes reach live sessions', () => {

@@ -1,5 +1,4 @@
 import * as v from 'valibot';
-import { clientIp } from '../../src/auth/client-ip.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
 import { AppError, notFound } from '../../src/http/errors.ts';
 import { defineRoute } from '../../src/http/route.ts';
@@ -65,7 +64,7 @@ const passwordBody = v.strictObject({
  * `POST /auth/password`: the caller changes their own password. The current password is checked
  * under the login limits (429 `too_many_attempts`); every other session of the user ends.
  */
-export const changeOwnPassword = ({ auth, config }: ServerInstance) =>
+export const changeOwnPassword = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'POST',
     path: '/auth/password',
@@ -80,17 +79,9 @@ export const changeOwnPassword = ({ auth, config }: ServerInstance) =>
       const current = c.get('session')!;
       const user = await auth.users.get(current.userId);
       if (!user.passwordHash) throw new AppError(409, 'no_password', 'This account has no password: it logs in with OAuth');
-      const ip = clientIp(c, config.server.trustProxy);
-      await auth.loginLimit.check(user.email, ip);
-      let checked;
-      try {
-        checked = await auth.users.checkPassword(user.email, body.currentPassword);
-      } catch (err) {
-        await auth.loginLimit.release(user.email, ip).catch(() => {});
-        throw err;
+      if ((await auth.checkPassword(c, user.email, body.currentPassword))?._id !== user._id) {
+        throw new AppError(401, 'invalid_credentials', 'The current password is wrong');
       }
-      if (checked?._id !== user._id) throw new AppError(401, 'invalid_credentials', 'The current password is wrong');
-      await auth.loginLimit.succeed(user.email, ip);
       await auth.updateUser(user._id, { password: body.newPassword }, current.hash);
       return c.body(null, 204);
     },

@@ -1,5 +1,4 @@
 import * as v from 'valibot';
-import { clientIp } from '../../src/auth/client-ip.ts';
 import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
 import { AppError } from '../../src/http/errors.ts';
@@ -52,7 +51,7 @@ export const confirmTotp = ({ auth }: ServerInstance) =>
   });
 
 /** `DELETE /auth/totp`: turns TOTP off with a current code or the password. */
-export const disableTotp = ({ auth, config }: ServerInstance) =>
+export const disableTotp = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'DELETE',
     path: '/auth/totp',
@@ -69,11 +68,8 @@ export const disableTotp = ({ auth, config }: ServerInstance) =>
       if ('code' in body) {
         await auth.mfa.checkUser(user._id);
         if (!(await auth.totp.verifyCode(user, body.code))) throw new AppError(400, 'invalid_code', 'The code is wrong or was already used');
-      } else {
-        const ip = clientIp(c, config.server.trustProxy);
-        await auth.loginLimit.check(user.email, ip);
-        if ((await auth.users.checkPassword(user.email, body.password))?._id !== user._id) throw new AppError(401, 'invalid_credentials', 'The password is wrong');
-        await auth.loginLimit.succeed(user.email, ip);
+      } else if ((await auth.checkPassword(c, user.email, body.password))?._id !== user._id) {
+        throw new AppError(401, 'invalid_credentials', 'The password is wrong');
       }
       await auth.totp.disable(user);
       await auth.sessions.rewrite(user._id, { totp: false });

@@ -176,6 +176,25 @@ export class Auth {
     throw new AppError(503, 'unavailable', 'The account changed during the login; try again');
   }
 
+  /**
+   * Checks an email and password under the login limits (CONTRACT section 3): 429 past them; a
+   * failure stays counted, a success clears it, an attempt that could not be judged (database down,
+   * server busy) does not count. Returns the user, or null for a wrong email or password.
+   */
+  async checkPassword(c: Context, email: string, password: string): Promise<UserDoc | null> {
+    const ip = clientIp(c, this.config.server.trustProxy);
+    await this.loginLimit.check(email, ip);
+    let user: UserDoc | null;
+    try {
+      user = await this.users.checkPassword(email, password);
+    } catch (err) {
+      await this.loginLimit.release(email, ip).catch(() => {});
+      throw err;
+    }
+    if (user) await this.loginLimit.succeed(email, ip);
+    return user;
+  }
+
   /** Where a new session comes from, for its owner's list of sessions (`GET /auth/sessions`). */
   private origin(c: Context): SessionOrigin {
     const ua = c.req.header('user-agent')?.slice(0, 512) ?? '';

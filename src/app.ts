@@ -1,7 +1,6 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
-import { Scalar } from '@scalar/hono-api-reference';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { getPath } from 'hono/utils/url';
@@ -9,6 +8,7 @@ import { coreRoutes } from '../routes/index.ts';
 import { requestOrigin } from './auth/client-ip.ts';
 import type { Config } from './config/load.ts';
 import type { AppEnv } from './http/env.ts';
+import { docsRoutes } from './http/docs.ts';
 import { AppError } from './http/errors.ts';
 import { buildOpenApi, routesOf } from './http/openapi.ts';
 import { defineRoute, mountRoutes, requireCaller, type RouteDefinition } from './http/route.ts';
@@ -97,14 +97,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
 
   const documentation = [
     defineRoute({ method: 'GET', path: '/openapi.json', config: { public: true }, schema: { summary: 'This OpenAPI 3.1 document', tags: ['docs'] }, handler: (c) => c.json(openApi) }),
-    defineRoute({
-      method: 'GET',
-      path: '/docs',
-      config: { public: true },
-      schema: { summary: 'API reference page', tags: ['docs'] },
-      // Relative, so the page works at /docs and at /api/docs behind a proxy.
-      handler: Scalar({ url: 'openapi.json', pageTitle: 'svc API' }) as never,
-    }),
+    ...docsRoutes(),
   ] as RouteDefinition[];
   // Built after `documentation` so the document lists its own routes too.
   const openApi = buildOpenApi([{ prefix: '', routes: [...core, ...documentation] }, ...plugins.map((p) => ({ prefix: p.prefix, routes: routesOf(p.app) }))], {

@@ -45,7 +45,9 @@ function originCheck(config: Config): MiddlewareHandler<AppEnv> {
   const allowed = new Set([...config.env.frontendUrls, ...configured]);
   return async function originCheck(c, next) {
     const origin = c.req.header('origin');
-    if (origin && UNSAFE.has(c.req.method) && !allowed.has(origin) && origin !== requestOrigin(c, config.server.trustProxy)) {
+    // `null` (opaque origins: sandboxed iframes, data: URLs, custom schemes) is never allowed, whatever
+    // the configuration holds; start-up refuses such entries anyway (issue 24, finding 6).
+    if (origin && UNSAFE.has(c.req.method) && (origin === 'null' || (!allowed.has(origin) && origin !== requestOrigin(c, config.server.trustProxy)))) {
       throw new AppError(403, 'csrf_failed', 'This request comes from an origin that is not allowed');
     }
     await next();
@@ -79,7 +81,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   // @hono/node-server build a full Request (measured: ~11% of the session route's CPU).
   const limitBody: MiddlewareHandler<AppEnv> = (c, next) =>
     c.req.header('content-length') === undefined && c.req.header('transfer-encoding') === undefined ? next() : bodyLimiter(c, next);
-  const corsHandler = cors({ origin: (origin) => (config.env.frontendUrls.includes(origin) ? origin : null), credentials: true, maxAge: 600 });
+  const corsHandler = cors({ origin: (origin) => (origin !== 'null' && config.env.frontendUrls.includes(origin) ? origin : null), credentials: true, maxAge: 600 });
   // Only browser cross-origin requests carry Origin. For the rest, `cors` would rewrite a finished
   // response (Vary) and push it onto @hono/node-server's slow streaming path (measured ~5% CPU).
   const corsForFrontends: MiddlewareHandler<AppEnv> = (c, next) => (c.req.header('origin') !== undefined ? corsHandler(c, next) : next());

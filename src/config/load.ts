@@ -46,6 +46,33 @@ export function storeInstanceName(envName: string): string {
     .join('');
 }
 
+/**
+ * The origin of an http(s) URL from the environment. Any other scheme (`capacitor:`, `tauri:`, `app:`,
+ * `file:`) has the opaque origin, which browsers send as `Origin: null`, as do sandboxed iframes and
+ * data: URLs of any site: allowing it would let every such page pass CSRF and CORS (security review,
+ * issue 24, finding 6). So such an entry stops start-up instead.
+ */
+function webOrigin(variable: string, value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${variable}: "${value}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`${variable}: "${value}" has no web origin (custom schemes and file: are not supported; use the http(s) origin the app is served from)`);
+  }
+  return url.origin;
+}
+
+/** A base URL variable: checked like an origin, kept with its path, without a trailing slash. */
+function baseUrl(variable: string, value: string | undefined): string | undefined {
+  const trimmed = value?.trim().replace(/\/+$/, '');
+  if (!trimmed) return undefined;
+  webOrigin(variable, trimmed);
+  return trimmed;
+}
+
 function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; warnings: string[] } {
   const warnings: string[] = [];
   const port = Number(env.PORT ?? 3000);
@@ -80,13 +107,9 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
-    .map((u) => {
-      try {
-        return new URL(u).origin;
-      } catch {
-        throw new ConfigError(`SVC_FRONTEND_URLS: "${u}" is not a URL`);
-      }
-    });
+    .map((u) => webOrigin('SVC_FRONTEND_URLS', u));
+  const serverBaseUrl = baseUrl('SVC_SERVER_BASE_URL', env.SVC_SERVER_BASE_URL);
+  const callbackBaseUrl = baseUrl('AUTH_CALLBACK_BASE_URL', env.AUTH_CALLBACK_BASE_URL) ?? serverBaseUrl ?? `http://localhost:${port}`;
 
   return {
     warnings,
@@ -102,8 +125,8 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
       adminEmail: env.SVC_ADMIN_EMAIL || undefined,
       adminPassword: env.SVC_ADMIN_PASSWORD || undefined,
       cookieName: env.SVC_AUTH_COOKIE_NAME || undefined,
-      callbackBaseUrl: (env.AUTH_CALLBACK_BASE_URL || env.SVC_SERVER_BASE_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
-      serverBaseUrl: env.SVC_SERVER_BASE_URL?.replace(/\/+$/, '') || undefined,
+      callbackBaseUrl,
+      serverBaseUrl,
       frontendUrls,
       secretEncryptionKey: env.SVC_SECRET_ENCRYPTION_KEY || undefined,
     },

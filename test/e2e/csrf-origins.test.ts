@@ -1,0 +1,93 @@
+// Which browser origins may send state-changing requests (CSRF) and read responses (CORS), and what
+// an operator learns when one is refused. Security review, issue 24: finding 6 (`Origin: null`) and
+// finding 14 (`http://localhost:$PORT` allowed whatever the listen address); operator issue 26 §6
+// (`csrf_failed` said nothing about why). In-process where the answer is all that matters; the real
+// process where start-up, the listen address or log lines are the point.
+
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/load.ts';
+import { createTestApp, type TestApp } from '../support/app.ts';
+import { startSvc, stopAll } from '../support/spawn.ts';
+
+afterAll(stopAll);
+
+const NO_WEB_ORIGIN = ['capacitor://localhost', 'tauri://localhost', 'app://x', 'file:///x'];
+const appRoot = () => mkdtempSync(path.join(tmpdir(), 'svc-app-'));
+
+async function configError(env: NodeJS.ProcessEnv): Promise<string> {
+  try {
+    await loadConfig({ SVC_APP_PATH: appRoot(), ...env });
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+const errorOf = async (res: Response) => ((await res.clone().json()) as { error: { code: string; message: string } }).error;
+
+describe('finding 6: Origin null', () => {
+  it('finding 6: loadConfig refuses SVC_FRONTEND_URLS entries without a web origin, naming each', async () => {
+    for (const entry of NO_WEB_ORIGIN) {
+      const message = await configError({ SVC_FRONTEND_URLS: `http://app.example.test, ${entry}` });
+      expect(message).toContain('SVC_FRONTEND_URLS');
+      expect(message).toContain(`"${entry}" has no web origin`);
+    }
+  });
+
+  it('finding 6: SVC_SERVER_BASE_URL and AUTH_CALLBACK_BASE_URL without a web origin are refused too', async () => {
+    expect(await configError({ SVC_SERVER_BASE_URL: 'app://x' })).toContain('SVC_SERVER_BASE_URL: "app://x" has no web origin');
+    expect(await configError({ AUTH_CALLBACK_BASE_URL: 'tauri://localhost' })).toContain('AUTH_CALLBACK_BASE_URL: "tauri://localhost" has no web origin');
+  });
+
+  it('finding 6: a real process with such an entry exits non-zero, naming it', async () => {
+    const svc = await startSvc({ env: { SVC_FRONTEND_URLS: 'http://app.example.test,capacitor://localhost' } });
+    if (svc.running) await svc.stop('SIGKILL'); // it started: the assertions below say so
+    expect(svc.ready, svc.output()).toBe(false);
+    expect(svc.exitCode, svc.output()).not.toBe(0);
+    expect(svc.exitCode, svc.output()).not.toBeNull();
+    expect(svc.stderr()).toContain('"capacitor://localhost" has no web origin');
+  });
+
+  it('finding 6: Origin null on a mutating route is 403 csrf_failed under every configuration (or the configuration is refused)', async () => {
+    const configurations: { env?: Record<string, string>; config?: Record<string, unknown> }[] = [
+      {},
+      { env: { SVC_FRONTEND_URLS: 'http://app.example.test' } },
+      ...NO_WEB_ORIGIN.map((u) => ({ env: { SVC_FRONTEND_URLS: `http://app.example.test,${u}` } })),
+      { env: { SVC_SERVER_BASE_URL: 'app://x' } },
+      { env: { AUTH_CALLBACK_BASE_URL: 'capacitor://localhost' } },
+      { env: { SVC_SERVER_BASE_URL: 'https://svc.example.test', SVC_FRONTEND_URLS: 'https://app.example.test' }, config: { server: { trustProxy: 1 } } },
+    ];
+    for (const configuration of configurations) {
+      const what = JSON.stringify(configuration);
+      let t: TestApp;
+      try {
+        t = await createTestApp(configuration);
+      } catch (err) {
+        expect(err, what).toBeInstanceOf(ConfigError); // refused at start-up: fine
+        continue;
+      }
+      try {
+        const admin = await t.createUser({ admin: true });
+        const c = t.client();
+        expect((await c.login(admin.email, admin.password)).status).toBe(200);
+        // What a sandboxed iframe (or a data: URL page) of the admin's browser would send.
+        const res = await c.fetch('/auth/users', {
+          method: 'POST',
+          headers: { origin: 'null', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'svc.example.test' },
+          json: { email: `mallory-${Date.now()}@example.com`, password: 'mallory password', isAdmin: true },
+        });
+        expect(res.status, what).toBe(403);
+        expect((await errorOf(res)).code, what).toBe('csrf_failed');
+        expect(res.headers.get('access-control-allow-origin'), what).toBeNull();
+        const logout = await c.fetch('/auth/logout', { method: 'POST', headers: { origin: 'null' } });
+        expect(logout.status, what).toBe(403);
+      } finally {
+        await t.close();
+      }
+    }
+  });
+});

@@ -55,6 +55,24 @@ function originCheck(config: Config): MiddlewareHandler<AppEnv> {
 }
 
 /**
+ * `Cache-Control: no-store` on every response whose handler did not choose its own (issue 24, finding
+ * 10): answers about a user (the session, the users API, plugin data) and errors must stay out of
+ * browser and shared caches. Set after the handler so a handler's choice (the /docs script's year) wins
+ * and error answers get it too. Cost on the hot path: the one header (Hono turns the response's plain
+ * header object into a Headers to set it), nothing else.
+ */
+const noStoreByDefault: MiddlewareHandler<AppEnv> = async function noStoreByDefault(c, next) {
+  await next();
+  const headers = c.res.headers;
+  if (headers.has('cache-control')) return;
+  try {
+    headers.set('Cache-Control', 'no-store');
+  } catch {
+    // Immutable headers (a fetch() Response passed through as is): the upstream decided.
+  }
+};
+
+/**
  * The Hono application of one server instance: request ids and logs, body limit, error model
  * (CONTRACT section 2), core routes and plugins. Web-standard only; `server.ts` serves it on Node.
  */
@@ -86,7 +104,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   // response (Vary) and push it onto @hono/node-server's slow streaming path (measured ~5% CPU).
   const corsForFrontends: MiddlewareHandler<AppEnv> = (c, next) => (c.req.header('origin') !== undefined ? corsHandler(c, next) : next());
   const appMiddleware = new WeakSet<object>();
-  const hooks: MiddlewareHandler<AppEnv>[] = [requestId(), logRequests, limitBody, corsForFrontends, originCheck(config), instance.auth.sessionHook];
+  const hooks: MiddlewareHandler<AppEnv>[] = [requestId(), noStoreByDefault, logRequests, limitBody, corsForFrontends, originCheck(config), instance.auth.sessionHook];
   if (config.global.requireAuthentication) hooks.push(requireCaller(appMiddleware));
   for (const hook of hooks) {
     appMiddleware.add(hook);

@@ -5,12 +5,11 @@ import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { getPath } from 'hono/utils/url';
 import { coreRoutes } from '../routes/index.ts';
-import { requestOrigin } from './auth/client-ip.ts';
-import type { Config } from './config/load.ts';
 import type { AppEnv } from './http/env.ts';
 import { docsRoutes } from './http/docs.ts';
 import { AppError } from './http/errors.ts';
 import { buildOpenApi, routesOf } from './http/openapi.ts';
+import { allowedOrigins, originCheck } from './http/origins.ts';
 import { defineRoute, mountRoutes, requireCaller, type RouteDefinition } from './http/route.ts';
 import type { ServerInstance } from './instance.ts';
 import type { LoadedPlugin } from './plugins/loader.ts';
@@ -33,26 +32,6 @@ const statusCodes: Record<number, string> = {
   415: 'unsupported_media_type',
   429: 'too_many_requests',
 };
-
-const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-/**
- * CSRF (CONTRACT section 3, **beyond**): a state-changing request whose `Origin` is neither ours nor a
- * listed frontend is refused before any session or login logic. No `Origin`: a non-browser client.
- */
-function originCheck(config: Config): MiddlewareHandler<AppEnv> {
-  const configured = [config.env.serverBaseUrl, config.env.callbackBaseUrl].filter(Boolean).map((u) => new URL(u!).origin);
-  const allowed = new Set([...config.env.frontendUrls, ...configured]);
-  return async function originCheck(c, next) {
-    const origin = c.req.header('origin');
-    // `null` (opaque origins: sandboxed iframes, data: URLs, custom schemes) is never allowed, whatever
-    // the configuration holds; start-up refuses such entries anyway (issue 24, finding 6).
-    if (origin && UNSAFE.has(c.req.method) && (origin === 'null' || (!allowed.has(origin) && origin !== requestOrigin(c, config.server.trustProxy)))) {
-      throw new AppError(403, 'csrf_failed', 'This request comes from an origin that is not allowed');
-    }
-    await next();
-  };
-}
 
 /**
  * `Cache-Control: no-store` on every response whose handler did not choose its own (issue 24, finding
@@ -99,7 +78,8 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   // @hono/node-server build a full Request (measured: ~11% of the session route's CPU).
   const limitBody: MiddlewareHandler<AppEnv> = (c, next) =>
     c.req.header('content-length') === undefined && c.req.header('transfer-encoding') === undefined ? next() : bodyLimiter(c, next);
-  const corsHandler = cors({ origin: (origin) => (origin !== 'null' && config.env.frontendUrls.includes(origin) ? origin : null), credentials: true, maxAge: 600 });
+  const corsOrigins = new Set(allowedOrigins(config).cors);
+  const corsHandler = cors({ origin: (origin) => (origin !== 'null' && corsOrigins.has(origin) ? origin : null), credentials: true, maxAge: 600 });
   // Only browser cross-origin requests carry Origin. For the rest, `cors` would rewrite a finished
   // response (Vary) and push it onto @hono/node-server's slow streaming path (measured ~5% CPU).
   const corsForFrontends: MiddlewareHandler<AppEnv> = (c, next) => (c.req.header('origin') !== undefined ? corsHandler(c, next) : next());

@@ -22,6 +22,12 @@ export interface EnvConfig {
   callbackBaseUrl: string;
   serverBaseUrl?: string;
   frontendUrls: string[];
+  /**
+   * The service's own public origins besides each request's own: those of `SVC_SERVER_BASE_URL` and
+   * `AUTH_CALLBACK_BASE_URL`; with neither set, `http://localhost:$PORT` only when HOST is a loopback
+   * address (issue 24, finding 14: on 0.0.0.0 that origin is any page on the visitor's own machine).
+   */
+  ownOrigins: string[];
   secretEncryptionKey?: string;
 }
 
@@ -73,6 +79,12 @@ function baseUrl(variable: string, value: string | undefined): string | undefine
   return trimmed;
 }
 
+/** 127.0.0.0/8, ::1 and localhost: only this machine can connect. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
 function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; warnings: string[] } {
   const warnings: string[] = [];
   const port = Number(env.PORT ?? 3000);
@@ -109,13 +121,17 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
     .filter(Boolean)
     .map((u) => webOrigin('SVC_FRONTEND_URLS', u));
   const serverBaseUrl = baseUrl('SVC_SERVER_BASE_URL', env.SVC_SERVER_BASE_URL);
-  const callbackBaseUrl = baseUrl('AUTH_CALLBACK_BASE_URL', env.AUTH_CALLBACK_BASE_URL) ?? serverBaseUrl ?? `http://localhost:${port}`;
+  const explicitCallback = baseUrl('AUTH_CALLBACK_BASE_URL', env.AUTH_CALLBACK_BASE_URL);
+  const callbackBaseUrl = explicitCallback ?? serverBaseUrl ?? `http://localhost:${port}`;
+  const host = env.HOST || '127.0.0.1';
+  const configured = [serverBaseUrl, explicitCallback].filter((u) => u !== undefined);
+  const ownOrigins = configured.length > 0 ? configured : isLoopback(host) ? [callbackBaseUrl] : [];
 
   return {
     warnings,
     env: {
       port,
-      host: env.HOST || '127.0.0.1',
+      host,
       logLevel: logLevel as EnvConfig['logLevel'],
       appRoot,
       dataDir: path.resolve(appRoot, env.SVC_DATA_DIR || '.svc-data'),
@@ -128,6 +144,7 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
       callbackBaseUrl,
       serverBaseUrl,
       frontendUrls,
+      ownOrigins: [...new Set(ownOrigins.map((u) => new URL(u).origin))],
       secretEncryptionKey: env.SVC_SECRET_ENCRYPTION_KEY || undefined,
     },
   };

@@ -7,10 +7,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { startSvc, stopAll } from '../support/spawn.ts';
+import { startReadySvc, startSvc, stopAll, type LogLine, type SvcProcess } from '../support/spawn.ts';
 
 afterAll(stopAll);
 
@@ -25,6 +25,11 @@ async function configError(env: NodeJS.ProcessEnv): Promise<string> {
     return (err as Error).message;
   }
   throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+/** POST with a JSON body and extra headers, through the real socket. */
+async function post(url: string, body: unknown, headers: Record<string, string>): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 }
 
 const errorOf = async (res: Response) => ((await res.clone().json()) as { error: { code: string; message: string } }).error;
@@ -89,5 +94,45 @@ describe('finding 6: Origin null', () => {
         await t.close();
       }
     }
+  });
+});
+
+const isAllowListLine = (l: LogLine) => typeof l.msg === 'string' && l.msg.startsWith('allowed origins');
+
+describe('finding 14: the service\'s own localhost origin only when it listens on loopback', () => {
+  let wide: SvcProcess;
+  let loopback: SvcProcess;
+  beforeAll(async () => {
+    [wide, loopback] = await Promise.all([
+      startReadySvc({ env: { HOST: '0.0.0.0', SVC_FRONTEND_URLS: 'http://app.example.test' } }),
+      startReadySvc({ env: { HOST: '127.0.0.1', SVC_FRONTEND_URLS: 'http://app.example.test' } }),
+    ]);
+  });
+
+  it('finding 14: HOST=0.0.0.0 without SVC_SERVER_BASE_URL: Origin http://localhost:PORT is 403 csrf_failed', async () => {
+    const res = await post(`${wide.url}/auth/login`, { email: 'a@example.com', password: 'whatever password' }, { origin: `http://localhost:${wide.port}` });
+    expect(res.status).toBe(403);
+    expect((await errorOf(res)).code).toBe('csrf_failed');
+    // Listed frontends and same-origin requests still pass.
+    for (const origin of ['http://app.example.test', wide.url]) {
+      const ok = await post(`${wide.url}/auth/login`, { email: 'a@example.com', password: 'whatever password' }, { origin });
+      expect(ok.status, origin).toBe(401);
+    }
+  });
+
+  it('finding 14: HOST=127.0.0.1: http://localhost:PORT (the service itself) stays allowed', async () => {
+    const res = await post(`${loopback.url}/auth/login`, { email: 'a@example.com', password: 'whatever password' }, { origin: `http://localhost:${loopback.port}` });
+    expect(res.status).toBe(401);
+  });
+
+  it('finding 14: the CSRF/CORS allow-list is logged once at start-up (info)', async () => {
+    for (const svc of [wide, loopback]) {
+      const lines = svc.logs().filter(isAllowListLine);
+      expect(lines, svc.output()).toHaveLength(1);
+      expect(lines[0]!.level).toBe(30);
+      expect(lines[0]!.cors).toEqual(['http://app.example.test']);
+    }
+    expect(wide.logs().find(isAllowListLine)!.csrf).toEqual(['http://app.example.test']);
+    expect(loopback.logs().find(isAllowListLine)!.csrf).toEqual(['http://app.example.test', `http://localhost:${loopback.port}`]);
   });
 });

@@ -84,7 +84,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   // response (Vary) and push it onto @hono/node-server's slow streaming path (measured ~5% CPU).
   const corsForFrontends: MiddlewareHandler<AppEnv> = (c, next) => (c.req.header('origin') !== undefined ? corsHandler(c, next) : next());
   const appMiddleware = new WeakSet<object>();
-  const hooks: MiddlewareHandler<AppEnv>[] = [requestId(), noStoreByDefault, logRequests, limitBody, corsForFrontends, originCheck(config), instance.auth.sessionHook];
+  const hooks: MiddlewareHandler<AppEnv>[] = [requestId(), noStoreByDefault, logRequests, limitBody, corsForFrontends, originCheck(config, logger), instance.auth.sessionHook];
   if (config.global.requireAuthentication) hooks.push(requireCaller(appMiddleware));
   for (const hook of hooks) {
     appMiddleware.add(hook);

@@ -85,6 +85,26 @@ export function isLoopback(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
 }
 
+/**
+ * `localhost` and `127.0.0.1` are different sites to a browser: a cookie the service sets under one
+ * name is not sent from a frontend under the other (SameSite), so logins "work" and then every call
+ * is 401. Worth a start-up warning when the service's base URL and the frontends disagree.
+ */
+function mixedLoopbackNames(ownUrls: string[], frontendUrls: string[]): string | undefined {
+  const kind = (u: string) => {
+    const host = new URL(u).hostname;
+    return host === 'localhost' ? 'name' : isLoopback(host) ? 'ip' : undefined;
+  };
+  const own = ownUrls.filter((u) => kind(u) !== undefined);
+  const clash = (o: string) => frontendUrls.filter((f) => kind(f) !== undefined && kind(f) !== kind(o));
+  const pair = own.map((o) => [o, clash(o)] as const).find(([, f]) => f.length > 0);
+  if (!pair) return undefined;
+  return (
+    `the service's base URL (${pair[0]}) and SVC_FRONTEND_URLS (${pair[1].join(', ')}) mix localhost and 127.0.0.1: browsers treat ` +
+    'them as different sites, so the session cookie is not sent; use the same host name in both (set SVC_SERVER_BASE_URL)'
+  );
+}
+
 function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; warnings: string[] } {
   const warnings: string[] = [];
   const port = Number(env.PORT ?? 3000);
@@ -126,6 +146,8 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   const host = env.HOST || '127.0.0.1';
   const configured = [serverBaseUrl, explicitCallback].filter((u) => u !== undefined);
   const ownOrigins = configured.length > 0 ? configured : isLoopback(host) ? [callbackBaseUrl] : [];
+  const mixed = mixedLoopbackNames([serverBaseUrl ?? callbackBaseUrl, ...configured], frontendUrls);
+  if (mixed) warnings.push(mixed);
 
   return {
     warnings,

@@ -136,3 +136,111 @@ describe('finding 14: the service\'s own localhost origin only when it listens o
     expect(loopback.logs().find(isAllowListLine)!.csrf).toEqual(['http://app.example.test', `http://localhost:${loopback.port}`]);
   });
 });
+
+describe('operator (issue 26 §6): why csrf_failed', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ env: { SVC_FRONTEND_URLS: 'http://app.example.test' } });
+  });
+  afterAll(() => t?.close());
+
+  const login = (origin: string) =>
+    t.fetch('/auth/login', { method: 'POST', headers: { 'content-type': 'application/json', origin }, body: JSON.stringify({ email: 'a@example.com', password: 'x' }) });
+
+  it('operator: the csrf_failed message names the refused Origin', async () => {
+    const res = await login('http://evil.example.com');
+    expect(res.status).toBe(403);
+    const error = await errorOf(res);
+    expect(error.code).toBe('csrf_failed');
+    expect(error.message).toContain('"http://evil.example.com"');
+  });
+
+  it('operator: the Origin in the message is sanitized (no control characters) and truncated (about 200 characters)', async () => {
+    const hostile = `http://evil.example.com/\x1b[31mred\x7f\t${'a'.repeat(5000)}`;
+    const error = await errorOf(await login(hostile));
+    expect(error.code).toBe('csrf_failed');
+    expect([...error.message].filter((ch) => ch.charCodeAt(0) < 0x20 || (ch.charCodeAt(0) >= 0x7f && ch.charCodeAt(0) <= 0x9f))).toEqual([]);
+    expect(error.message).toContain('http://evil.example.com/');
+    expect(error.message.length).toBeLessThan(400);
+    const quoted = /"([^"]*)"/.exec(error.message)![1]!;
+    expect(quoted.length).toBeLessThanOrEqual(201);
+  });
+
+  it('operator: the return-to route says which of its CSRF conditions failed, naming a refused Origin', async () => {
+    const res = await t.fetch('/auth/oauth/return-to', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'http://evil.example.com', referer: 'http://evil.example.com/login' },
+      body: JSON.stringify({ returnTo: '/x' }),
+    });
+    // The app-wide check refuses the foreign Origin first; a listed Origin without the token reaches the route.
+    expect((await errorOf(res)).message).toContain('"http://evil.example.com"');
+    const noToken = await t.fetch('/auth/oauth/return-to', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'http://app.example.test', referer: 'http://app.example.test/login' },
+      body: JSON.stringify({ returnTo: '/x' }),
+    });
+    expect(noToken.status).toBe(403);
+    const error = await errorOf(noToken);
+    expect(error.code).toBe('csrf_failed');
+    expect(error.message).toContain('X-Svc-OAuth-Return-To-CSRF');
+    const wrongPage = await t.fetch('/auth/oauth/return-to', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'http://app.example.test', referer: 'http://app.example.test/settings' },
+      body: JSON.stringify({ returnTo: '/x' }),
+    });
+    expect((await errorOf(wrongPage)).message).toContain('/login');
+  });
+
+  it('operator: start-up warns when the base URL and the frontend URLs mix localhost and 127.0.0.1', async () => {
+    const mixed = await loadConfig({ SVC_APP_PATH: appRoot(), SVC_SERVER_BASE_URL: 'http://localhost:3000', SVC_FRONTEND_URLS: 'http://127.0.0.1:5173' });
+    const warning = mixed.warnings.find((w) => w.includes('localhost') && w.includes('127.0.0.1'));
+    expect(warning, JSON.stringify(mixed.warnings)).toBeDefined();
+    expect(warning).toContain('http://127.0.0.1:5173');
+    // The default base URL (http://localhost:$PORT) counts as the service's own too.
+    const byDefault = await loadConfig({ SVC_APP_PATH: appRoot(), PORT: '3000', SVC_FRONTEND_URLS: 'http://127.0.0.1:5173' });
+    expect(byDefault.warnings.some((w) => w.includes('localhost') && w.includes('127.0.0.1'))).toBe(true);
+    for (const env of [
+      { SVC_SERVER_BASE_URL: 'http://localhost:3000', SVC_FRONTEND_URLS: 'http://localhost:5173' },
+      { SVC_SERVER_BASE_URL: 'http://127.0.0.1:3000', SVC_FRONTEND_URLS: 'http://127.0.0.1:5173' },
+      { SVC_SERVER_BASE_URL: 'https://svc.example.com', SVC_FRONTEND_URLS: 'https://app.example.com' },
+    ]) {
+      const { warnings } = await loadConfig({ SVC_APP_PATH: appRoot(), ...env });
+      expect(warnings, JSON.stringify(env)).toEqual([]);
+    }
+  });
+
+  describe('in the real process', () => {
+    let svc: SvcProcess;
+    beforeAll(async () => {
+      svc = await startReadySvc({ env: { SVC_FRONTEND_URLS: 'http://127.0.0.1:5173' } });
+    });
+    const refusals = () => svc.logs().filter((l) => l.msg === 'csrf_failed: Origin refused');
+
+    it('operator: the start-up warning about localhost vs 127.0.0.1 is logged', () => {
+      expect(svc.logs().some((l) => l.level === 40 && String(l.msg).includes('127.0.0.1') && String(l.msg).includes('localhost')), svc.output()).toBe(true);
+    });
+
+    it('operator: a refusal is logged at warn with the Origin and the allow-list, at most once per origin per minute', async () => {
+      for (const origin of ['http://evil-1.example.com', 'http://evil-1.example.com', 'http://evil-1.example.com', 'http://evil-2.example.com', 'http://evil-2.example.com']) {
+        const res = await post(`${svc.url}/auth/logout`, {}, { origin });
+        expect(res.status).toBe(403);
+      }
+      await svc.waitForLog((l) => l.msg === 'csrf_failed: Origin refused' && l.origin === 'http://evil-2.example.com');
+      const lines = refusals();
+      expect(lines.map((l) => l.origin)).toEqual(['http://evil-1.example.com', 'http://evil-2.example.com']);
+      for (const line of lines) {
+        expect(line.level).toBe(40);
+        expect(line.allowed).toEqual(['http://127.0.0.1:5173', `http://localhost:${svc.port}`]);
+      }
+    });
+
+    it('operator: many distinct refused origins cannot flood the log (bounded lines and memory)', async () => {
+      const before = refusals().length;
+      await Promise.all(Array.from({ length: 250 }, (_, i) => post(`${svc.url}/auth/logout`, {}, { origin: `http://flood-${i}.example.com` })));
+      await svc.waitForLog((l) => String(l.msg).startsWith('csrf_failed: more refused origins'));
+      const logged = refusals().length - before;
+      expect(logged).toBeGreaterThan(0);
+      expect(logged).toBeLessThanOrEqual(100);
+    });
+  });
+});

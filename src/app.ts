@@ -7,7 +7,7 @@ import { getPath } from 'hono/utils/url';
 import { coreRoutes } from '../routes/index.ts';
 import type { AppEnv } from './http/env.ts';
 import { docsRoutes } from './http/docs.ts';
-import { AppError } from './http/errors.ts';
+import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi, routesOf } from './http/openapi.ts';
 import { allowedOrigins, originCheck } from './http/origins.ts';
 import { defineRoute, mountRoutes, requireCaller, type RouteDefinition } from './http/route.ts';
@@ -20,18 +20,6 @@ function withoutApiPrefix(request: Request): string {
   if (path === '/api') return '/';
   return path.startsWith('/api/') ? path.slice(4) : path;
 }
-
-const statusCodes: Record<number, string> = {
-  400: 'bad_request',
-  401: 'unauthenticated',
-  403: 'forbidden',
-  404: 'not_found',
-  405: 'method_not_allowed',
-  408: 'request_timeout',
-  413: 'payload_too_large',
-  415: 'unsupported_media_type',
-  429: 'too_many_requests',
-};
 
 /**
  * `Cache-Control: no-store` on every response whose handler did not choose its own (issue 24, finding
@@ -115,7 +103,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
       return c.json(err.toJSON(), err.status, err.headers);
     }
     if (err instanceof HTTPException && err.status < 500) {
-      const error = new AppError(err.status as 400, statusCodes[err.status] ?? 'bad_request', err.message || 'Bad request');
+      const error = new AppError(err.status as 400, HTTP_ERROR_CODES[err.status] ?? 'bad_request', err.message || 'Bad request');
       return c.json(error.toJSON(), error.status);
     }
     logger.error({ reqId: c.get('requestId'), err }, 'unhandled error');

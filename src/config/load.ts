@@ -91,18 +91,20 @@ export function isLoopback(host: string): boolean {
  * is 401. Worth a start-up warning when the service's base URL and the frontends disagree.
  */
 function mixedLoopbackNames(ownUrls: string[], frontendUrls: string[]): string | undefined {
-  const kind = (u: string) => {
+  const loopbackName = (u: string) => {
     const host = new URL(u).hostname;
-    return host === 'localhost' ? 'name' : isLoopback(host) ? 'ip' : undefined;
+    return host === 'localhost' ? 'localhost' : isLoopback(host) ? 'address' : undefined;
   };
-  const own = ownUrls.filter((u) => kind(u) !== undefined);
-  const clash = (o: string) => frontendUrls.filter((f) => kind(f) !== undefined && kind(f) !== kind(o));
-  const pair = own.map((o) => [o, clash(o)] as const).find(([, f]) => f.length > 0);
-  if (!pair) return undefined;
-  return (
-    `the service's base URL (${pair[0]}) and SVC_FRONTEND_URLS (${pair[1].join(', ')}) mix localhost and 127.0.0.1: browsers treat ` +
-    'them as different sites, so the session cookie is not sent; use the same host name in both (set SVC_SERVER_BASE_URL)'
-  );
+  for (const own of ownUrls) {
+    const name = loopbackName(own);
+    const clashing = name ? frontendUrls.filter((f) => ![undefined, name].includes(loopbackName(f))) : [];
+    if (clashing.length === 0) continue;
+    return (
+      `the service's base URL (${own}) and SVC_FRONTEND_URLS (${clashing.join(', ')}) mix localhost and 127.0.0.1: browsers treat ` +
+      'them as different sites, so the session cookie is not sent; use the same host name in both (set SVC_SERVER_BASE_URL)'
+    );
+  }
+  return undefined;
 }
 
 function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; warnings: string[] } {
@@ -146,7 +148,7 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   const host = env.HOST || '127.0.0.1';
   const configured = [serverBaseUrl, explicitCallback].filter((u) => u !== undefined);
   const ownOrigins = configured.length > 0 ? configured : isLoopback(host) ? [callbackBaseUrl] : [];
-  const mixed = mixedLoopbackNames([serverBaseUrl ?? callbackBaseUrl, ...configured], frontendUrls);
+  const mixed = mixedLoopbackNames([serverBaseUrl, callbackBaseUrl].filter((u) => u !== undefined), frontendUrls);
   if (mixed) warnings.push(mixed);
 
   return {

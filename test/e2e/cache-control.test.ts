@@ -1,7 +1,8 @@
 // Security review, issue 24, finding 10: responses about a user (the session, the users API, plugin
 // data) and error answers must not be stored by a browser or a shared cache. One app-wide rule sends
 // `Cache-Control: no-store` unless the handler chose its own (the /docs script is cached for a year).
-// In-process, plus one request through the real socket (@hono/node-server's response path).
+// In-process (the header is set on the Response), and through the real socket (set on Node's response
+// before the handler: a second code path, see app.ts).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
@@ -66,7 +67,7 @@ describe('Cache-Control', () => {
     expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
   });
 
-  it('finding 10: the real process sends no-store too (session, 401)', async () => {
+  it('finding 10: the real process (Node response path) sends no-store too, and keeps a handler\'s own header', async () => {
     const svc = await startReadySvc({ env: { SVC_ADMIN_EMAIL: 'admin@example.com', SVC_ADMIN_PASSWORD: 'a long admin password' } });
     const login = await fetch(`${svc.url}/auth/login`, {
       method: 'POST',
@@ -82,5 +83,13 @@ describe('Cache-Control', () => {
     const anonymous = await fetch(`${svc.url}/auth/session`);
     expect(anonymous.status).toBe(401);
     noStore(anonymous, '401');
+    const todos = await fetch(`${svc.url}/svc__todo/all`, { headers: { cookie } });
+    expect(todos.status).toBe(200);
+    noStore(todos, '/svc__todo/all');
+    // A handler's own Cache-Control wins here too, and appears once.
+    const script = await fetch(`${svc.url}/docs/scalar.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    await script.arrayBuffer();
   });
 });

@@ -1,16 +1,16 @@
+import type { HttpBindings } from '@hono/node-server';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
-import { Scalar } from '@scalar/hono-api-reference';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { getPath } from 'hono/utils/url';
 import { coreRoutes } from '../routes/index.ts';
-import { requestOrigin } from './auth/client-ip.ts';
-import type { Config } from './config/load.ts';
 import type { AppEnv } from './http/env.ts';
-import { AppError } from './http/errors.ts';
+import { docsRoutes } from './http/docs.ts';
+import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi, routesOf } from './http/openapi.ts';
+import { allowedOrigins, originCheck } from './http/origins.ts';
 import { defineRoute, mountRoutes, requireCaller, type RouteDefinition } from './http/route.ts';
 import type { ServerInstance } from './instance.ts';
 import type { LoadedPlugin } from './plugins/loader.ts';
@@ -22,35 +22,32 @@ function withoutApiPrefix(request: Request): string {
   return path.startsWith('/api/') ? path.slice(4) : path;
 }
 
-const statusCodes: Record<number, string> = {
-  400: 'bad_request',
-  401: 'unauthenticated',
-  403: 'forbidden',
-  404: 'not_found',
-  405: 'method_not_allowed',
-  408: 'request_timeout',
-  413: 'payload_too_large',
-  415: 'unsupported_media_type',
-  429: 'too_many_requests',
-};
-
-const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
 /**
- * CSRF (CONTRACT section 3, **beyond**): a state-changing request whose `Origin` is neither ours nor a
- * listed frontend is refused before any session or login logic. No `Origin`: a non-browser client.
+ * `Cache-Control: no-store` on every response whose handler did not choose its own (issue 24, finding
+ * 10): answers about a user (the session, the users API, plugin data) and errors must stay out of
+ * browser and shared caches; the /docs script keeps its year.
+ *
+ * Served by @hono/node-server (`c.env.outgoing`), the header goes straight onto Node's response before
+ * the handler runs: one header set, and the headers of the handler's Response override it when they are
+ * written (writeHead merges). Going through the Response instead would turn its plain header object into
+ * a Headers and back on GET /auth/session's hot path (measured: about 3 times the cost). Elsewhere (an
+ * in-process `app.request`, another runtime) it is set on the Response after the handler.
  */
-function originCheck(config: Config): MiddlewareHandler<AppEnv> {
-  const configured = [config.env.serverBaseUrl, config.env.callbackBaseUrl].filter(Boolean).map((u) => new URL(u!).origin);
-  const allowed = new Set([...config.env.frontendUrls, ...configured]);
-  return async function originCheck(c, next) {
-    const origin = c.req.header('origin');
-    if (origin && UNSAFE.has(c.req.method) && !allowed.has(origin) && origin !== requestOrigin(c, config.server.trustProxy)) {
-      throw new AppError(403, 'csrf_failed', 'This request comes from an origin that is not allowed');
-    }
-    await next();
-  };
-}
+const noStoreByDefault: MiddlewareHandler<AppEnv> = async function noStoreByDefault(c, next) {
+  const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
+  if (outgoing) {
+    outgoing.setHeader('Cache-Control', 'no-store');
+    return next();
+  }
+  await next();
+  const headers = c.res.headers;
+  if (headers.has('cache-control')) return;
+  try {
+    headers.set('Cache-Control', 'no-store');
+  } catch {
+    // Immutable headers (a fetch() Response passed through as is): the upstream decided.
+  }
+};
 
 /**
  * The Hono application of one server instance: request ids and logs, body limit, error model
@@ -79,12 +76,13 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   // @hono/node-server build a full Request (measured: ~11% of the session route's CPU).
   const limitBody: MiddlewareHandler<AppEnv> = (c, next) =>
     c.req.header('content-length') === undefined && c.req.header('transfer-encoding') === undefined ? next() : bodyLimiter(c, next);
-  const corsHandler = cors({ origin: (origin) => (config.env.frontendUrls.includes(origin) ? origin : null), credentials: true, maxAge: 600 });
+  const corsOrigins = new Set(allowedOrigins(config).cors);
+  const corsHandler = cors({ origin: (origin) => (origin !== 'null' && corsOrigins.has(origin) ? origin : null), credentials: true, maxAge: 600 });
   // Only browser cross-origin requests carry Origin. For the rest, `cors` would rewrite a finished
   // response (Vary) and push it onto @hono/node-server's slow streaming path (measured ~5% CPU).
   const corsForFrontends: MiddlewareHandler<AppEnv> = (c, next) => (c.req.header('origin') !== undefined ? corsHandler(c, next) : next());
   const appMiddleware = new WeakSet<object>();
-  const hooks: MiddlewareHandler<AppEnv>[] = [requestId(), logRequests, limitBody, corsForFrontends, originCheck(config), instance.auth.sessionHook];
+  const hooks: MiddlewareHandler<AppEnv>[] = [requestId(), noStoreByDefault, logRequests, limitBody, corsForFrontends, originCheck(config, logger), instance.auth.sessionHook];
   if (config.global.requireAuthentication) hooks.push(requireCaller(appMiddleware));
   for (const hook of hooks) {
     appMiddleware.add(hook);
@@ -97,14 +95,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
 
   const documentation = [
     defineRoute({ method: 'GET', path: '/openapi.json', config: { public: true }, schema: { summary: 'This OpenAPI 3.1 document', tags: ['docs'] }, handler: (c) => c.json(openApi) }),
-    defineRoute({
-      method: 'GET',
-      path: '/docs',
-      config: { public: true },
-      schema: { summary: 'API reference page', tags: ['docs'] },
-      // Relative, so the page works at /docs and at /api/docs behind a proxy.
-      handler: Scalar({ url: 'openapi.json', pageTitle: 'svc API' }) as never,
-    }),
+    ...docsRoutes(),
   ] as RouteDefinition[];
   // Built after `documentation` so the document lists its own routes too.
   const openApi = buildOpenApi([{ prefix: '', routes: [...core, ...documentation] }, ...plugins.map((p) => ({ prefix: p.prefix, routes: routesOf(p.app) }))], {
@@ -122,7 +113,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
       return c.json(err.toJSON(), err.status, err.headers);
     }
     if (err instanceof HTTPException && err.status < 500) {
-      const error = new AppError(err.status as 400, statusCodes[err.status] ?? 'bad_request', err.message || 'Bad request');
+      const error = new AppError(err.status as 400, HTTP_ERROR_CODES[err.status] ?? 'bad_request', err.message || 'Bad request');
       return c.json(error.toJSON(), error.status);
     }
     logger.error({ reqId: c.get('requestId'), err }, 'unhandled error');

@@ -12,6 +12,7 @@ import { createLogger, type Logger } from './logger.ts';
 import { applySeeds, loadPlugins } from './plugins/loader.ts';
 import type { Hono } from 'hono';
 import type { AppEnv } from './http/env.ts';
+import { allowedOrigins } from './http/origins.ts';
 import { Stores } from './store/index.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
@@ -44,6 +45,12 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   const log = logger ?? createLogger(config.env.logLevel);
   for (const warning of warnings) log.warn(warning);
   if (config.source) log.info({ file: config.source }, 'config loaded');
+  const origins = allowedOrigins(config);
+  log.info(
+    origins,
+    `allowed origins: state-changing requests (CSRF) from ${origins.csrf.join(', ') || 'no listed origin'} and each request's own origin; ` +
+      `CORS with credentials for ${origins.cors.join(', ') || 'none (SVC_FRONTEND_URLS is empty)'}`,
+  );
 
   const stores = await Stores.open(config, log);
   let db: Database;

@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import { OAuthFlowError } from '../../src/auth/oauth/client.ts';
 import { RETURN_TO_CSRF_COOKIE } from '../../src/auth/oauth/flow.ts';
 import { AppError } from '../../src/http/errors.ts';
+import { printable } from '../../src/http/origins.ts';
 import type { AppEnv } from '../../src/http/env.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
@@ -70,13 +71,17 @@ export const returnTo = ({ auth, config }: ServerInstance) =>
       } catch {
         referer = undefined;
       }
-      const origin = c.req.header('origin');
-      const originOk = origin ? frontends.includes(origin) : referer !== undefined && frontends.includes(referer.origin);
-      const refererOk = referer !== undefined && frontends.includes(referer.origin) && referer.pathname === '/login';
+      const origin = c.req.header('origin') ?? referer?.origin;
       const cookie = getCookie(c, RETURN_TO_CSRF_COOKIE) ?? '';
       const header = c.req.header('x-svc-oauth-return-to-csrf') ?? '';
-      if (!originOk || !refererOk || !cookie || !sameToken(cookie, header)) {
-        throw new AppError(403, 'csrf_failed', 'The return path must be posted from the login page with its CSRF token');
+      // Each refusal says which condition failed (issue 26 §6); the Origin is the caller's own value.
+      const refuse = (why: string) => new AppError(403, 'csrf_failed', `The return path was refused: ${why}`);
+      if (!origin || !frontends.includes(origin)) throw refuse(`Origin "${printable(origin ?? '(none)')}" is not listed in SVC_FRONTEND_URLS`);
+      if (!referer || !frontends.includes(referer.origin) || referer.pathname !== '/login') {
+        throw refuse("it must be posted from a listed frontend's /login page (Referer)");
+      }
+      if (!cookie || !sameToken(cookie, header)) {
+        throw refuse('the X-Svc-OAuth-Return-To-CSRF header must equal the token from GET /auth/oauth/return-to/csrf (and its cookie)');
       }
       auth.oauth.storeReturnTo(c, body.returnTo);
       return c.body(null, 204);

@@ -23,6 +23,12 @@ export interface EnvConfig {
   callbackBaseUrl: string;
   serverBaseUrl?: string;
   frontendUrls: string[];
+  /**
+   * The service's own public origins besides each request's own: those of `SVC_SERVER_BASE_URL` and
+   * `AUTH_CALLBACK_BASE_URL`; with neither set, `http://localhost:$PORT` only when HOST is a loopback
+   * address (issue 24, finding 14: on 0.0.0.0 that origin is any page on the visitor's own machine).
+   */
+  ownOrigins: string[];
   secretEncryptionKey?: string;
   /** `SVC_ALLOW_INSECURE_PROVIDER_URLS=1`: provider URLs may use plain http: to any host, not only to loopback. */
   allowInsecureProviderUrls: boolean;
@@ -47,6 +53,61 @@ export function storeInstanceName(envName: string): string {
     .split('_')
     .map((part, i) => (i === 0 ? part : part.charAt(0).toUpperCase() + part.slice(1)))
     .join('');
+}
+
+/**
+ * The origin of an http(s) URL from the environment. Any other scheme (`capacitor:`, `tauri:`, `app:`,
+ * `file:`) has the opaque origin, which browsers send as `Origin: null`, as do sandboxed iframes and
+ * data: URLs of any site: allowing it would let every such page pass CSRF and CORS (security review,
+ * issue 24, finding 6). So such an entry stops start-up instead.
+ */
+function webOrigin(variable: string, value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${variable}: "${value}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`${variable}: "${value}" has no web origin (custom schemes and file: are not supported; use the http(s) origin the app is served from)`);
+  }
+  return url.origin;
+}
+
+/** A base URL variable: checked like an origin, kept with its path, without a trailing slash. */
+function baseUrl(variable: string, value: string | undefined): string | undefined {
+  const trimmed = value?.trim().replace(/\/+$/, '');
+  if (!trimmed) return undefined;
+  webOrigin(variable, trimmed);
+  return trimmed;
+}
+
+/** 127.0.0.0/8, ::1 and localhost: only this machine can connect. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/**
+ * `localhost` and `127.0.0.1` are different sites to a browser: a cookie the service sets under one
+ * name is not sent from a frontend under the other (SameSite), so logins "work" and then every call
+ * is 401. Worth a start-up warning when the service's base URL and the frontends disagree.
+ */
+function mixedLoopbackNames(ownUrls: string[], frontendUrls: string[]): string | undefined {
+  const loopbackName = (u: string) => {
+    const host = new URL(u).hostname;
+    return host === 'localhost' ? 'localhost' : isLoopback(host) ? 'address' : undefined;
+  };
+  for (const own of ownUrls) {
+    const name = loopbackName(own);
+    const clashing = name ? frontendUrls.filter((f) => ![undefined, name].includes(loopbackName(f))) : [];
+    if (clashing.length === 0) continue;
+    return (
+      `the service's base URL (${own}) and SVC_FRONTEND_URLS (${clashing.join(', ')}) mix localhost and 127.0.0.1: browsers treat ` +
+      'them as different sites, so the session cookie is not sent; use the same host name in both (set SVC_SERVER_BASE_URL)'
+    );
+  }
+  return undefined;
 }
 
 function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; warnings: string[] } {
@@ -91,19 +152,21 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
-    .map((u) => {
-      try {
-        return new URL(u).origin;
-      } catch {
-        throw new ConfigError(`SVC_FRONTEND_URLS: "${u}" is not a URL`);
-      }
-    });
+    .map((u) => webOrigin('SVC_FRONTEND_URLS', u));
+  const serverBaseUrl = baseUrl('SVC_SERVER_BASE_URL', env.SVC_SERVER_BASE_URL);
+  const explicitCallback = baseUrl('AUTH_CALLBACK_BASE_URL', env.AUTH_CALLBACK_BASE_URL);
+  const callbackBaseUrl = explicitCallback ?? serverBaseUrl ?? `http://localhost:${port}`;
+  const host = env.HOST || '127.0.0.1';
+  const configured = [serverBaseUrl, explicitCallback].filter((u) => u !== undefined);
+  const ownOrigins = configured.length > 0 ? configured : isLoopback(host) ? [callbackBaseUrl] : [];
+  const mixed = mixedLoopbackNames([serverBaseUrl, callbackBaseUrl].filter((u) => u !== undefined), frontendUrls);
+  if (mixed) warnings.push(mixed);
 
   return {
     warnings,
     env: {
       port,
-      host: env.HOST || '127.0.0.1',
+      host,
       logLevel: logLevel as EnvConfig['logLevel'],
       appRoot,
       dataDir: path.resolve(appRoot, env.SVC_DATA_DIR || '.svc-data'),
@@ -113,9 +176,10 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
       adminEmail: env.SVC_ADMIN_EMAIL || undefined,
       adminPassword: env.SVC_ADMIN_PASSWORD || undefined,
       cookieName: env.SVC_AUTH_COOKIE_NAME || undefined,
-      callbackBaseUrl: (env.AUTH_CALLBACK_BASE_URL || env.SVC_SERVER_BASE_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
-      serverBaseUrl: env.SVC_SERVER_BASE_URL?.replace(/\/+$/, '') || undefined,
+      callbackBaseUrl,
+      serverBaseUrl,
       frontendUrls,
+      ownOrigins: [...new Set(ownOrigins.map((u) => new URL(u).origin))],
       secretEncryptionKey: env.SVC_SECRET_ENCRYPTION_KEY || undefined,
       allowInsecureProviderUrls,
     },

@@ -29,6 +29,19 @@ export class AppError extends Error {
   }
 }
 
+/** Codes of the errors Hono itself raises (HTTPException below 500), by status. */
+export const HTTP_ERROR_CODES: Readonly<Record<number, string>> = {
+  400: 'bad_request',
+  401: 'unauthenticated',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'too_many_requests',
+};
+
 /** The store or the database cannot be reached; answered 503 `unavailable`. */
 export class UnavailableError extends AppError {
   constructor(part: 'store' | 'db', cause?: unknown) {

@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { defineRoute, type RouteDefinition } from './route.ts';
+
+/**
+ * The API reference page (`/docs`, Scalar) without third-party code: its script is the standalone
+ * browser bundle of the installed `@scalar/api-reference` (pinned by package-lock), served from this
+ * origin at `/docs/scalar.js`. A CDN script would run on the session cookie's origin and could call
+ * every route the visitor may call (security review, issue 24, finding 5); it also needed a network.
+ *
+ * URLs are relative (`docs/scalar.js`, `openapi.json`), so the page works at `/docs` and at
+ * `/api/docs` behind a proxy that keeps the prefix.
+ */
+const packageDir = path.resolve(path.dirname(createRequire(import.meta.url).resolve('@scalar/api-reference')), '..');
+// The package's exports map does not expose these files, so they are read by path.
+const bundleFile = path.join(packageDir, 'dist/browser/standalone.js');
+const { version } = createRequire(import.meta.url)(path.join(packageDir, 'package.json')) as { version: string };
+
+// Nothing that would reach another origin: no web fonts, no telemetry, no AI agent, no request proxy.
+const scalarConfig = { url: 'openapi.json', withDefaultFonts: false, telemetry: false, agent: { disabled: true }, mcp: { disabled: true }, showDeveloperTools: 'never' };
+const initScript = `Scalar.createApiReference('#app', ${JSON.stringify(scalarConfig)})`;
+const initHash = `'sha256-${createHash('sha256').update(initScript).digest('base64')}'`;
+
+/**
+ * Only this origin. Inline script: just the init line above, allowed by its hash (no 'unsafe-inline',
+ * no 'unsafe-eval' for scripts). Styles need 'unsafe-inline': besides its main stylesheet (which would
+ * take a nonce), Scalar's libraries inject style elements and attributes of their own. Inline CSS runs
+ * no code, and with img-src, font-src and connect-src limited to this origin it cannot send anything out.
+ */
+const contentSecurityPolicy = [
+  "default-src 'none'",
+  `script-src 'self' ${initHash}`,
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+// `rel=icon` data: URL: no request for /favicon.ico (which would be a 404).
+const page = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <link rel="icon" href="data:," />
+    <title>svc API</title>
+  </head>
+  <body>
+    <div id="app"></div>
+    <script src="docs/scalar.js?v=${version}"></script>
+    <script>${initScript}</script>
+  </body>
+</html>
+`;
+
+// 4 MB: read on the first request, not at start-up (most processes never serve the page).
+let bundle: Promise<Buffer> | undefined;
+
+/** `GET /docs` and `GET /docs/scalar.js`. */
+export function docsRoutes(): RouteDefinition[] {
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/docs',
+      config: { public: true },
+      schema: { summary: 'API reference page', tags: ['docs'] },
+      handler: (c) => c.html(page, 200, { 'Content-Security-Policy': contentSecurityPolicy, 'X-Content-Type-Options': 'nosniff' }),
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/docs/scalar.js',
+      config: { public: true },
+      schema: { summary: "The API reference page's script (the installed @scalar/api-reference browser bundle)", tags: ['docs'] },
+      handler: async (c) => {
+        bundle ??= readFile(bundleFile).catch((err: unknown) => {
+          bundle = undefined; // a failed read is retried by the next request
+          throw err;
+        });
+        return c.body((await bundle) as Uint8Array<ArrayBuffer>, 200, {
+          'Content-Type': 'text/javascript; charset=utf-8',
+          // The page asks for `?v=<package version>`: an upgrade changes the URL.
+          'Cache-Control': 'public, max-age=31536000, immutable',
+          'X-Content-Type-Options': 'nosniff',
+        });
+      },
+    }),
+  ] as RouteDefinition[];
+}

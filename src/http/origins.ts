@@ -1,0 +1,94 @@
+import type { MiddlewareHandler } from 'hono';
+import { requestOrigin } from '../auth/client-ip.ts';
+import type { Config } from '../config/load.ts';
+import type { Logger } from '../logger.ts';
+import type { AppEnv } from './env.ts';
+import { AppError } from './errors.ts';
+
+/**
+ * Which browser origins may do what. CSRF: state-changing requests from the listed frontends, the
+ * service's own configured origins and each request's own origin. CORS with credentials: the listed
+ * frontends only. Logged once at start-up, so an operator sees what the service will accept.
+ */
+export function allowedOrigins(config: Config): { csrf: string[]; cors: string[] } {
+  const { frontendUrls, ownOrigins } = config.env;
+  return { csrf: [...new Set([...frontendUrls, ...ownOrigins])], cors: [...frontendUrls] };
+}
+
+/**
+ * A header value fit to quote in a message or a log line: it is attacker-controlled, so control
+ * characters (terminal escapes, line breaks) become `?` and it is cut at `max` characters.
+ */
+export function printable(value: string, max = 200): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what this removes
+  const clean = value.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '?');
+  return clean.length > max ? `${clean.slice(0, max)}…` : clean;
+}
+
+const WINDOW_MS = 60_000;
+const MAX_ORIGINS = 100;
+
+/**
+ * Tells the operator about refused origins without letting an attacker flood the log: one warn line
+ * per origin per minute, and at most MAX_ORIGINS distinct origins a minute (then one line saying so).
+ * Memory: at most MAX_ORIGINS entries, kept in the order they were logged so old ones drop off the front.
+ */
+function refusalLog(logger: Logger, allowed: string[]) {
+  const loggedAt = new Map<string, number>();
+  let floodNoticeAt = -Infinity;
+  return function logRefusal(origin: string, ownOrigin: string) {
+    const now = Date.now();
+    const last = loggedAt.get(origin);
+    if (last !== undefined && now - last < WINDOW_MS) return;
+    for (const [o, at] of loggedAt) {
+      if (now - at < WINDOW_MS) break;
+      loggedAt.delete(o);
+    }
+    if (loggedAt.size >= MAX_ORIGINS) {
+      if (now - floodNoticeAt >= WINDOW_MS) {
+        floodNoticeAt = now;
+        logger.warn({ limit: MAX_ORIGINS, allowed }, `csrf_failed: more refused origins than ${MAX_ORIGINS} within a minute; the others are not logged`);
+      }
+      return;
+    }
+    loggedAt.delete(origin);
+    loggedAt.set(origin, now);
+    logger.warn({ origin, ownOrigin: printable(ownOrigin), allowed }, 'csrf_failed: Origin refused');
+  };
+}
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * CSRF (CONTRACT section 3, **beyond**): a state-changing request whose `Origin` is neither allowed
+ * (see `allowedOrigins`) nor the request's own origin is refused before any session or login logic.
+ * No `Origin`: a non-browser client. `null` (sandboxed iframes, data: URLs, custom schemes) is never
+ * allowed, whatever the configuration holds (issue 24, finding 6). A refusal names the Origin in its
+ * message and is logged at warn with the allow-list and what the request's own origin looked like
+ * (behind a proxy that drops the port from Host, that is where the mismatch shows; issue 26 §6).
+ * ```ts
+ * app.use(originCheck(config, logger));
+ * ```
+ */
+export function originCheck(config: Config, logger: Logger): MiddlewareHandler<AppEnv> {
+  const list = allowedOrigins(config).csrf;
+  const allowed = new Set(list);
+  const trustProxy = config.server.trustProxy;
+  const logRefusal = refusalLog(logger, list);
+  return async function originCheck(c, next) {
+    const origin = c.req.header('origin');
+    if (origin && UNSAFE.has(c.req.method) && !allowed.has(origin)) {
+      const own = requestOrigin(c, trustProxy);
+      if (origin === 'null' || origin !== own) {
+        const shown = printable(origin);
+        logRefusal(shown, own);
+        throw new AppError(
+          403,
+          'csrf_failed',
+          `Origin "${shown}" may not send state-changing requests here: it is neither this service's origin nor listed in SVC_FRONTEND_URLS`,
+        );
+      }
+    }
+    await next();
+  };
+}

@@ -1,0 +1,95 @@
+// Security review, issue 24, finding 10: responses about a user (the session, the users API, plugin
+// data) and error answers must not be stored by a browser or a shared cache. One app-wide rule sends
+// `Cache-Control: no-store` unless the handler chose its own (the /docs script is cached for a year).
+// In-process (the header is set on the Response), and through the real socket (set on Node's response
+// before the handler: a second code path, see app.ts).
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
+import { startReadySvc, stopAll } from '../support/spawn.ts';
+
+afterAll(stopAll);
+
+describe('Cache-Control', () => {
+  let t: TestApp;
+  let admin: TestClient;
+  beforeAll(async () => {
+    t = await createTestApp();
+    const user = await t.createUser({ admin: true });
+    admin = t.client();
+    expect((await admin.login(user.email, user.password)).status).toBe(200);
+  });
+  afterAll(() => t?.close());
+
+  const noStore = (res: Response, what: string) => expect(res.headers.get('cache-control'), what).toBe('no-store');
+
+  it('finding 10: GET /auth/session (with and without expand=user) is no-store', async () => {
+    for (const path of ['/auth/session', '/auth/session?expand=user', '/api/auth/session']) {
+      const res = await admin.fetch(path);
+      expect(res.status).toBe(200);
+      noStore(res, path);
+    }
+  });
+
+  it('finding 10: the users API is no-store (list, read, create)', async () => {
+    const list = await admin.fetch('/auth/users');
+    expect(list.status).toBe(200);
+    noStore(list, 'GET /auth/users');
+    const created = await admin.fetch('/auth/users', { method: 'POST', json: { email: `c-${Date.now()}@example.com`, password: 'a long password' } });
+    expect(created.status).toBe(201);
+    noStore(created, 'POST /auth/users');
+    const one = await admin.fetch(`/auth/users/${(await created.json()).id}`);
+    expect(one.status).toBe(200);
+    noStore(one, 'GET /auth/users/:id');
+  });
+
+  it('finding 10: plugin data (/svc__todo/all) is no-store', async () => {
+    const res = await admin.fetch('/svc__todo/all');
+    expect(res.status).toBe(200);
+    noStore(res, '/svc__todo/all');
+  });
+
+  it('finding 10: error answers are no-store (401, 404, 403 csrf_failed)', async () => {
+    const anonymous = await t.fetch('/auth/session');
+    expect(anonymous.status).toBe(401);
+    noStore(anonymous, '401');
+    const missing = await admin.fetch('/auth/users/nobody');
+    expect(missing.status).toBe(404);
+    noStore(missing, '404');
+    const csrf = await admin.fetch('/auth/logout', { method: 'POST', headers: { origin: 'http://evil.example.com' } });
+    expect(csrf.status).toBe(403);
+    noStore(csrf, '403');
+  });
+
+  it("finding 10: a handler's own Cache-Control is kept (the /docs script)", async () => {
+    const res = await t.fetch('/docs/scalar.js');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+  });
+
+  it('finding 10: the real process (Node response path) sends no-store too, and keeps a handler\'s own header', async () => {
+    const svc = await startReadySvc({ env: { SVC_ADMIN_EMAIL: 'admin@example.com', SVC_ADMIN_PASSWORD: 'a long admin password' } });
+    const login = await fetch(`${svc.url}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'admin@example.com', password: 'a long admin password' }),
+    });
+    expect(login.status).toBe(200);
+    noStore(login, 'POST /auth/login');
+    const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
+    const session = await fetch(`${svc.url}/auth/session`, { headers: { cookie } });
+    expect(session.status).toBe(200);
+    noStore(session, 'GET /auth/session');
+    const anonymous = await fetch(`${svc.url}/auth/session`);
+    expect(anonymous.status).toBe(401);
+    noStore(anonymous, '401');
+    const todos = await fetch(`${svc.url}/svc__todo/all`, { headers: { cookie } });
+    expect(todos.status).toBe(200);
+    noStore(todos, '/svc__todo/all');
+    // A handler's own Cache-Control wins here too, and appears once.
+    const script = await fetch(`${svc.url}/docs/scalar.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    await script.arrayBuffer();
+  });
+});

@@ -1,0 +1,95 @@
+// `npm start` as a container or a process manager runs it: SIGTERM goes to the process that
+// `npm start` started (npm itself), and must reach the service, which then frees its port and the
+// embedded database's lock, so that the next `npm start` on the same data folder comes up healthy.
+// (Operator item: with `tsx src/server.ts` an extra tsx parent sat in between and the service kept
+// running.) Each `npm start` runs in its own process group, which the test kills at the end whatever
+// happened, so a failing run leaves nothing behind.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, PROJECT_DIR, sleep, stopAll, tempDir } from '../support/spawn.ts';
+
+const started: ChildProcess[] = [];
+afterAll(async () => {
+  for (const child of started) {
+    try {
+      process.kill(-child.pid!, 'SIGKILL'); // the whole group: npm, a shell, the service
+    } catch {
+      // already gone
+    }
+  }
+  await stopAll();
+});
+
+interface NpmStart {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function npmStart(env: Record<string, string>): NpmStart {
+  const child = spawn('npm', ['start'], {
+    cwd: PROJECT_DIR,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true, // own process group, for the cleanup above
+  });
+  started.push(child);
+  let out = '';
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+async function healthy(port: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2000) });
+      if (res.status === 200) return true;
+    } catch {
+      // not listening yet
+    }
+    await sleep(200);
+  }
+  return false;
+}
+
+/** True once nothing holds the port: we can listen on it ourselves. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+async function waitPortFree(port: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await portFree(port)) return true;
+    await sleep(200);
+  }
+  return false;
+}
+
+describe('npm start', () => {
+  it('operator: SIGTERM to `npm start` stops the service: the port is free within 15 s and a second `npm start` on the same data folder is healthy', async () => {
+    const port = await freePort();
+    const env = { PORT: String(port), SVC_APP_PATH: tempDir('svc-app-'), SVC_DATA_DIR: tempDir('svc-data-') };
+
+    const first = npmStart(env);
+    expect(await healthy(port, 30_000), first.output()).toBe(true);
+    process.kill(first.child.pid!, 'SIGTERM'); // npm itself, as `docker stop` would
+    expect(await waitPortFree(port, 15_000), `port ${port} still held 15 s after SIGTERM\n${first.output()}`).toBe(true);
+    expect(await Promise.race([first.exited, sleep(5000).then(() => 'still running')]), first.output()).not.toBe('still running');
+    expect(first.output()).toContain('"msg":"stopped"'); // the service shut down gracefully
+
+    const second = npmStart(env);
+    expect(await healthy(port, 30_000), `second npm start on the same data folder:\n${second.output()}`).toBe(true);
+    process.kill(second.child.pid!, 'SIGTERM');
+    expect(await waitPortFree(port, 15_000), second.output()).toBe(true);
+  }, 90_000);
+});

@@ -1,0 +1,131 @@
+// The README is what operators copy from (issue 26 §6). Its nginx snippet once forwarded `Host: $host`,
+// which drops a non-default port: behind nginx on :8080 every login was 403 csrf_failed. And its error
+// table lacked codes the service emits. These tests read README.md and the sources, so neither can
+// drift again, and show with the app itself what the snippet's headers do.
+
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HTTP_ERROR_CODES } from '../../src/http/errors.ts';
+import { createTestApp, type TestApp } from '../support/app.ts';
+import { PROJECT_DIR } from '../support/spawn.ts';
+
+const README = readFileSync(path.join(PROJECT_DIR, 'README.md'), 'utf8');
+
+/** The fenced code blocks of one language. */
+const codeBlocks = (lang: string) => [...README.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
+
+/** Every .ts file under the given project folders, tests excluded. */
+function sources(...dirs: string[]): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const full = path.join(dir, name);
+      if (name === 'node_modules') continue;
+      if (statSync(full).isDirectory()) walk(full);
+      else if (name.endsWith('.ts') && !name.endsWith('.test.ts')) out.push(full);
+    }
+  };
+  for (const d of dirs) walk(path.join(PROJECT_DIR, d));
+  return out;
+}
+
+/**
+ * Every error code the code base can answer with, and its statuses: each `new AppError(<status>,
+ * '<code>'` and `super(<status>, '<code>'` (AppError subclasses), plus HTTP_ERROR_CODES (what Hono's
+ * own exceptions become). An AppError built with a code that is not a literal would escape this
+ * collection, so it fails the test instead.
+ */
+function emittedCodes(): Map<string, Set<number>> {
+  const codes = new Map<string, Set<number>>();
+  const add = (code: string, status: number) => codes.set(code, (codes.get(code) ?? new Set()).add(status));
+  for (const file of sources('src', 'routes', 'plugins')) {
+    const text = readFileSync(file, 'utf8');
+    const isAppErrorFile = /class \w+ extends AppError/.test(text);
+    for (const m of text.matchAll(/\b(new AppError|super)\(([^)]*)/g)) {
+      const [, callee, args] = m as unknown as [string, string, string];
+      const literal = /^\s*(\d{3})\s*,\s*'([a-z_]+)'/.exec(args);
+      if (literal) add(literal[2]!, Number(literal[1]));
+      else if (callee === 'super' && (!isAppErrorFile || !/^\s*\d{3}/.test(args))) continue; // not an AppError's status + code
+      else if (!args.includes('HTTP_ERROR_CODES[')) {
+        const line = text.slice(0, m.index).split('\n').length;
+        throw new Error(`${path.relative(PROJECT_DIR, file)}:${line}: an error code that is not a literal; list it in the README's table and teach this test`);
+      }
+    }
+  }
+  for (const [status, code] of Object.entries(HTTP_ERROR_CODES)) add(code, Number(status));
+  return codes;
+}
+
+/** The README's error table: `| 403 | `csrf_failed` | ... |` rows under "### Error codes". */
+function readmeErrorTable(): Map<string, number> {
+  const start = README.indexOf('### Error codes');
+  expect(start, 'README has a "### Error codes" section').toBeGreaterThan(-1);
+  const section = README.slice(start).split(/\n#{2,3} /)[0]!;
+  const rows = new Map<string, number>();
+  for (const m of section.matchAll(/^\| (\d{3}) \| `([a-z_]+)` \|/gm)) rows.set(m[2]!, Number(m[1]));
+  return rows;
+}
+
+describe('README', () => {
+  it("operator: the nginx snippet forwards $http_host (keeps the port) and X-Forwarded-Proto, never $host", () => {
+    const blocks = codeBlocks('nginx');
+    expect(blocks.length).toBeGreaterThan(0);
+    for (const block of blocks) {
+      expect(block, 'nginx $host drops a non-default port: use $http_host').not.toMatch(/\$host\b/);
+      expect(block).toMatch(/proxy_set_header\s+Host\s+\$http_host;/);
+      expect(block).toMatch(/proxy_set_header\s+X-Forwarded-Proto\s+\$scheme;/);
+      expect(block).toMatch(/proxy_set_header\s+X-Forwarded-Host\s+\$http_host;/);
+    }
+  });
+
+  it('operator: every error code the code base can emit is in the README error table, with its status', () => {
+    const emitted = emittedCodes();
+    expect(emitted.size).toBeGreaterThan(20);
+    const table = readmeErrorTable();
+    const missing = [...emitted.keys()].filter((code) => !table.has(code));
+    expect(missing, 'codes missing from the README error table').toEqual([]);
+    for (const [code, status] of table) {
+      expect(emitted.get(code), `README lists ${code}, which nothing emits`).toBeDefined();
+      expect([...emitted.get(code)!], `README status of ${code}`).toContain(status);
+    }
+  });
+
+  it("operator: every OAuth auth_error code is listed in the README's OAuth section", () => {
+    const codes = new Set(['server_error']);
+    for (const file of sources('src', 'routes')) {
+      for (const m of readFileSync(file, 'utf8').matchAll(/new OAuthFlowError\(\s*'([a-z_]+)'/g)) codes.add(m[1]!);
+    }
+    expect(codes.size).toBeGreaterThan(5);
+    for (const code of codes) expect(README, `auth_error ${code}`).toContain(`\`${code}\``);
+  });
+});
+
+describe("the README's proxy headers, applied to the app (server.trustProxy: 1)", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ config: { server: { trustProxy: 1 } } });
+  });
+  afterAll(() => t?.close());
+
+  /** A login through nginx on http://svc.example.test:8080 with the given forwarded host. */
+  const login = (forwardedHost: string) =>
+    t.fetch('/auth/login', {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        origin: 'http://svc.example.test:8080',
+        'x-forwarded-for': '203.0.113.7',
+        'x-forwarded-proto': 'http',
+        'x-forwarded-host': forwardedHost,
+      },
+      body: JSON.stringify({ email: 'nobody@example.com', password: 'whatever password' }),
+    });
+
+  it('operator: $http_host (host:port) lets a login from the proxied page through; $host (port dropped) is csrf_failed', async () => {
+    expect((await login('svc.example.test:8080')).status).toBe(401); // reached the password check
+    const dropped = await login('svc.example.test');
+    expect(dropped.status).toBe(403);
+    expect((await dropped.json()).error.code).toBe('csrf_failed');
+  });
+});

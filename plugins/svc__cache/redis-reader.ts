@@ -5,6 +5,8 @@ import { COLLECTION_READ_CAP, STRING_READ_CAP, type CacheReader, type PageQuery,
 /** SCAN COUNT bounds: enough keys per round trip for a page, never a long stall of Redis. */
 const MIN_SCAN_COUNT = 1000;
 const MAX_SCAN_COUNT = 10_000;
+/** Connecting (TCP, SELECT, CLIENT SETNAME) must finish within this, or the request answers 503. */
+const CONNECT_DEADLINE_MS = 1000;
 
 export interface RedisReaderOptions {
   url: string;
@@ -24,9 +26,10 @@ export function openClient(opts: RedisReaderOptions): Redis {
     enableReadyCheck: false,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
-    connectTimeout: 1000,
-    commandTimeout: 2000,
+    connectTimeout: CONNECT_DEADLINE_MS,
+    commandTimeout: 1500,
     connectionName: 'svc__cache',
+    disableClientInfo: true, // two CLIENT SETINFO round trips per request buy nothing here
     db: opts.db,
     ...(opts.password && !new URL(opts.url).password ? { password: opts.password } : {}),
   });
@@ -139,11 +142,19 @@ export async function readEntry(client: Redis, key: string): Promise<RawEntry | 
 /** The reader of one request on a Redis instance; connects before the first command. */
 export async function redisReader(opts: RedisReaderOptions): Promise<CacheReader> {
   const client = openClient(opts);
+  // One deadline for the whole handshake: ioredis sends SELECT and CLIENT SETNAME after the TCP
+  // connect, and on a Redis that accepts but never answers each would wait out the command timeout.
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${CONNECT_DEADLINE_MS} ms`)), CONNECT_DEADLINE_MS);
+  });
   try {
-    await client.connect();
+    await Promise.race([client.connect(), deadline]);
   } catch (err) {
     client.disconnect();
     throw err;
+  } finally {
+    clearTimeout(timer);
   }
   return {
     page: (q) => scanPage(client, q),

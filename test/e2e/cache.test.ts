@@ -415,6 +415,27 @@ describe.skipIf(!redisUrl)('svc__cache on a private redis-server: never writes, 
   });
 });
 
+describe.skipIf(!redisUrl)('svc__cache on a frozen Redis', () => {
+  it('a Redis that accepts connections but never answers (SIGSTOP) answers 503 within the command timeout, not a hung request', async () => {
+    const { startPrivateRedis: onPort } = await import('../support/private-redis.ts');
+    const { freePort } = await import('../support/spawn.ts');
+    const frozen = await onPort(await freePort());
+    const t = await createTestApp({ env: { SVC_STORE_FROZEN_URL: frozen.url } });
+    try {
+      const { admin } = await adminAndUser(t);
+      frozen.freeze();
+      const started = Date.now();
+      const res = await admin.fetch('/svc__cache/cacheEntries?instance=frozen');
+      expect(res.status).toBe(503);
+      expect((await res.json()).error.code).toBe('unavailable');
+      expect(Date.now() - started).toBeLessThan(5000); // a 1 s connect deadline, with room for a busy machine
+    } finally {
+      await frozen.kill();
+      await t.close();
+    }
+  });
+});
+
 /** A private redis-server again on the port the app's config names. */
 async function startPrivateRedisOn(port: number) {
   const { startPrivateRedis: onPort } = await import('../support/private-redis.ts');

@@ -32,6 +32,8 @@ export interface EnvConfig {
   secretEncryptionKey?: string;
   /** `SVC_ALLOW_INSECURE_PROVIDER_URLS=1`: provider URLs may use plain http: to any host, not only to loopback. */
   allowInsecureProviderUrls: boolean;
+  /** `HIDE_SECRETS` (SPEC.md rule 7): anything but `false`/`0` keeps secret-looking JSON values redacted in the cache list. */
+  hideSecrets: boolean;
 }
 
 export interface Config extends FileConfig {
@@ -182,6 +184,8 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
       ownOrigins: [...new Set(ownOrigins.map((u) => new URL(u).origin))],
       secretEncryptionKey: env.SVC_SECRET_ENCRYPTION_KEY || undefined,
       allowInsecureProviderUrls,
+      // Only an explicit "false" (or "0") shows secrets: a typo must fail closed.
+      hideSecrets: !['false', '0'].includes((env.HIDE_SECRETS ?? '').trim().toLowerCase()),
     },
   };
 }

@@ -126,6 +126,19 @@ export class MemoryStore implements Store {
     return [...(this.set_(key) ?? [])];
   }
 
+  /** Read-only view for the cache list: the live keys, in insertion order. */
+  *keys(): IterableIterator<string> {
+    for (const key of [...this.data.keys()]) if (this.live(key)) yield key;
+  }
+
+  /** Read-only view for the cache list: one live key's type, contents and TTL, expiry untouched. */
+  peek(key: string): { type: 'string' | 'set'; value: string | string[]; ttl: number } | undefined {
+    const entry = this.live(key);
+    if (!entry) return undefined;
+    const ttl = entry.expiresAt === undefined ? -1 : Math.ceil((entry.expiresAt - this.now()) / 1000);
+    return typeof entry.value === 'string' ? { type: 'string', value: entry.value, ttl } : { type: 'set', value: [...entry.value], ttl };
+  }
+
   async ping() {}
 
   async close() {

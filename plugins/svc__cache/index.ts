@@ -1,0 +1,17 @@
+import { Hono } from 'hono';
+import { mountRoutes, type AppEnv, type PluginInstance, type RouteDefinition } from '../../src/index.ts';
+import { cacheRoutes } from './routes.ts';
+
+export { seeds } from './seeds.ts';
+export { SECRET_KEY_PATTERNS } from './redact.ts';
+
+/**
+ * The cache list (`svc__cache`, mounted at `/svc__cache`): a read-only admin view of the store
+ * instances, with secret-looking JSON values redacted. Each request opens its own short-lived
+ * client, so a slow or dead Redis never touches the store the sessions use.
+ */
+export default function cachePlugin(instance: PluginInstance): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  mountRoutes(app, cacheRoutes(instance) as RouteDefinition[]);
+  return app;
+}

@@ -1,0 +1,165 @@
+import { Redis } from 'ioredis';
+import type { EntrySummary } from './schemas.ts';
+import { COLLECTION_READ_CAP, STRING_READ_CAP, type CacheReader, type PageQuery, type RawEntry } from './reader.ts';
+
+/** SCAN COUNT bounds: enough keys per round trip for a page, never a long stall of Redis. */
+const MIN_SCAN_COUNT = 1000;
+const MAX_SCAN_COUNT = 10_000;
+/** Connecting (TCP, SELECT, CLIENT SETNAME) must finish within this, or the request answers 503. */
+const CONNECT_DEADLINE_MS = 1000;
+
+export interface RedisReaderOptions {
+  url: string;
+  db: number;
+  /** `SVC_STORE_PASSWORD`, used when the URL has none (as the store itself does). */
+  password?: string;
+}
+
+/**
+ * A client for one request. No offline queue, no retries and a short connect timeout: a Redis
+ * that is down answers 503 at once instead of holding the request. The name shows it in CLIENT LIST.
+ */
+export function openClient(opts: RedisReaderOptions): Redis {
+  const client = new Redis(opts.url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    enableReadyCheck: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: CONNECT_DEADLINE_MS,
+    commandTimeout: 1500,
+    connectionName: 'svc__cache',
+    disableClientInfo: true, // two CLIENT SETINFO round trips per request buy nothing here
+    db: opts.db,
+    ...(opts.password && !new URL(opts.url).password ? { password: opts.password } : {}),
+  });
+  // Failures reach the caller through the rejected command; without a listener ioredis would also print them.
+  client.on('error', () => {});
+  return client;
+}
+
+/** Test seam: runs between the SCAN of a page and the pipeline that reads its types and TTLs. */
+export interface PageHooks {
+  afterScan?: (keys: string[]) => Promise<void>;
+}
+
+/**
+ * One page of keys by SCAN (never KEYS, which blocks Redis for the whole keyspace). The order of
+ * SCAN does not depend on COUNT, so skipping `offset` keys gives the same pages on every call while
+ * the keyspace does not change. Then one pipelined round trip reads TYPE and TTL of the page.
+ */
+export async function scanPage(client: Redis, { pattern, offset, limit }: PageQuery, hooks: PageHooks = {}) {
+  const wanted = offset + limit + 1; // one more than the page says whether there is a next one
+  const keys: string[] = [];
+  const onPage = new Set<string>(); // SCAN may return a key twice while Redis rehashes
+  let seen = 0;
+  let cursor = '0';
+  do {
+    const count = Math.min(MAX_SCAN_COUNT, Math.max(MIN_SCAN_COUNT, wanted - seen));
+    const [next, batch] = await client.scan(cursor, 'MATCH', pattern || '*', 'COUNT', count);
+    cursor = next;
+    for (const key of batch) {
+      if (seen >= offset && seen < offset + limit) {
+        if (onPage.has(key)) continue;
+        onPage.add(key);
+        keys.push(key);
+      }
+      seen++;
+    }
+  } while (cursor !== '0' && seen < wanted);
+  await hooks.afterScan?.(keys);
+
+  const items: EntrySummary[] = [];
+  if (keys.length) {
+    const pipeline = client.pipeline();
+    for (const key of keys) pipeline.type(key).ttl(key);
+    const results = (await pipeline.exec()) ?? [];
+    keys.forEach((key, i) => {
+      const [typeErr, type] = results[2 * i] ?? [];
+      const [ttlErr, ttl] = results[2 * i + 1] ?? [];
+      if (typeErr) throw typeErr;
+      if (ttlErr) throw ttlErr;
+      // A key that expired after the scan: TYPE says "none", TTL -2.
+      items.push({ key, ttl: Number(ttl), type: String(type) });
+    });
+  }
+  return { items, hasMore: seen > offset + limit };
+}
+
+type Reply = [Error | null, unknown][];
+
+function values(results: Reply | null): unknown[] {
+  return (results ?? []).map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
+}
+
+/**
+ * One key in two round trips: TYPE and TTL, then size and contents by type. Reads are bounded (a
+ * prefix of a huge string, the first elements of a huge collection) so one key cannot stall Redis.
+ * A key that disappears between the two is reported missing.
+ */
+export async function readEntry(client: Redis, key: string): Promise<RawEntry | null> {
+  const [type, ttlReply] = values(await client.pipeline().type(key).ttl(key).exec()) as [string, number];
+  if (type === 'none') return null;
+  const ttl = Number(ttlReply);
+  const p = client.pipeline().exists(key);
+  switch (type) {
+    case 'string': {
+      const [exists, size, text] = values(await p.strlen(key).getrange(key, 0, STRING_READ_CAP - 1).exec()) as [number, number, string];
+      return exists ? { type, ttl, size, text, cut: size > STRING_READ_CAP } : null;
+    }
+    case 'hash': {
+      const [exists, size, [, flat]] = values(await p.hlen(key).hscan(key, '0', 'COUNT', COLLECTION_READ_CAP).exec()) as [number, number, [string, string[]]];
+      const pairs: [string, string][] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) pairs.push([flat[i]!, flat[i + 1]!]);
+      const fields = Object.fromEntries(pairs); // fromEntries: a field named __proto__ stays a field
+      return exists ? { type, ttl, size, fields, cut: Object.keys(fields).length < size } : null;
+    }
+    case 'list': {
+      const [exists, size, members] = values(await p.llen(key).lrange(key, 0, COLLECTION_READ_CAP - 1).exec()) as [number, number, string[]];
+      return exists ? { type, ttl, size, members, cut: members.length < size } : null;
+    }
+    case 'set': {
+      const [exists, size, [, members]] = values(await p.scard(key).sscan(key, '0', 'COUNT', COLLECTION_READ_CAP).exec()) as [number, number, [string, string[]]];
+      const unique = [...new Set(members)].sort(); // sets have no order: sorted reads better and stays stable
+      return exists ? { type, ttl, size, members: unique, cut: unique.length < size } : null;
+    }
+    case 'zset': {
+      const [exists, size, flat] = values(await p.zcard(key).zrange(key, '0', String(COLLECTION_READ_CAP - 1), 'WITHSCORES').exec()) as [number, number, string[]];
+      const members: { member: string; score: number }[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) members.push({ member: flat[i]!, score: Number(flat[i + 1]) });
+      return exists ? { type, ttl, size, members, cut: members.length < size } : null;
+    }
+    default: {
+      const [exists] = values(await p.exec()) as [number];
+      return exists ? { type, ttl, size: 0, unsupported: true } : null;
+    }
+  }
+}
+
+/** The reader of one request on a Redis instance; connects before the first command. */
+export async function redisReader(opts: RedisReaderOptions): Promise<CacheReader> {
+  const client = openClient(opts);
+  // One deadline for the whole handshake: ioredis sends SELECT and CLIENT SETNAME after the TCP
+  // connect, and on a Redis that accepts but never answers each would wait out the command timeout.
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${CONNECT_DEADLINE_MS} ms`)), CONNECT_DEADLINE_MS);
+  });
+  try {
+    await Promise.race([client.connect(), deadline]);
+  } catch (err) {
+    client.disconnect();
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  return {
+    page: (q) => scanPage(client, q),
+    entry: (key) => readEntry(client, key),
+    // disconnect, not QUIT: closes at once, also when Redis no longer answers.
+    close: () => client.disconnect(),
+  };
+}

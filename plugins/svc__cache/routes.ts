@@ -1,0 +1,63 @@
+import { ReplyError } from 'ioredis';
+import { AppError, defineRoute, notFound, type PluginInstance } from '../../src/index.ts';
+import { listInstances, openReader, unavailable } from './instances.ts';
+import { presentEntry } from './present.ts';
+import type { CacheReader } from './reader.ts';
+import { entriesQuery, entryQuery } from './schemas.ts';
+
+const tags = ['svc__cache'];
+
+/**
+ * Runs `work` with a reader opened for this request and closes it whatever happens. Errors of the
+ * connection (refused, timed out, closed) become 503; Redis reply errors stay errors (500).
+ */
+async function withReader<T>(instance: PluginInstance, id: string, db: number, work: (r: CacheReader) => Promise<T>): Promise<T> {
+  const reader = await openReader(instance, id, db);
+  try {
+    return await work(reader);
+  } catch (err) {
+    if (err instanceof AppError || err instanceof ReplyError) throw err;
+    throw unavailable(instance, id, err);
+  } finally {
+    reader.close();
+  }
+}
+
+/** The cache list routes (SPEC.md "Cache list endpoints", CONTRACT section 9): admin only, read only. */
+export function cacheRoutes(instance: PluginInstance) {
+  const adminOnly = instance.auth.authenticate({ admin: true });
+  const hideSecrets = instance.config.env.hideSecrets;
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/cacheInstances',
+      onRequest: adminOnly,
+      config: { type: 'dataList' },
+      schema: { summary: 'Store instances', description: '`cache` (CACHE_URL, else the embedded store) and one per SVC_STORE_<NAME>_URL.', tags },
+      handler: (c) => c.json(listInstances(instance)),
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/cacheEntries',
+      onRequest: adminOnly,
+      config: { type: 'dataList' },
+      schema: { summary: 'A page of keys', description: 'SCAN with MATCH, then TYPE and TTL of the page in one pipelined round trip.', tags, query: entriesQuery },
+      handler: async (c, { query }) => {
+        const { items, hasMore } = await withReader(instance, query.instance, query.db, (r) => r.page(query));
+        return c.json({ items, offset: query.offset, limit: query.limit, hasMore });
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/cacheEntry',
+      onRequest: adminOnly,
+      config: { type: 'dataRead' },
+      schema: { summary: 'One key', description: 'Value cut at 16 KiB; JSON parsed, secrets redacted unless HIDE_SECRETS=false.', tags, query: entryQuery },
+      handler: async (c, { query }) => {
+        const raw = await withReader(instance, query.instance, query.db, (r) => r.entry(query.key));
+        if (!raw) throw notFound('No such key (it may have expired)');
+        return c.json(presentEntry(query.key, raw, hideSecrets));
+      },
+    }),
+  ];
+}

@@ -289,8 +289,9 @@ describe.skipIf(!mongoAvailable && !CI)('MongoDB stopped and restarted under loa
     mongo = again!;
     const restartedAt = performance.now();
     // From the moment the new server accepts connections (it printed LISTENING): its own start, a JVM
-    // that takes seconds on a busy machine, is not svc's. svc notices it at its monitor's next check
-    // (every 500 ms, src/db/mongo.ts), then needs one handshake and one ping.
+    // that takes seconds on a busy machine and warms itself up before it listens (WarmUp.java, as a
+    // real mongod answers at speed once it listens), is not svc's. svc notices it at its monitor's
+    // next check (every 500 ms, src/db/mongo.ts), then needs one handshake and one ping.
     const healthyAt = await waitHealthy(svc, restartedAt, MONGO_RECOVERY_MS);
 
     // mongo-java-server keeps its data in memory: it came back empty. Put the users back through

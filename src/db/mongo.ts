@@ -54,8 +54,9 @@ function translate(err: unknown, collection: string): unknown {
  * returns in time. The first successful check ends it; the driver makes its connection pool ready in
  * that same step, so this state never outlives the driver's own view of the server. In load-balanced
  * mode there are no checks (no heartbeat events): operations wait out server selection as before.
+ * Exported for its unit test only.
  */
-class Reachability {
+export class Reachability {
   /** The last check of each monitored server: null when it succeeded, else its failure. */
   private readonly servers = new Map<string, Error | null>();
   /** Rejecters of reads in flight, to answer them once the database is found unreachable. */
@@ -65,7 +66,11 @@ class Reachability {
   constructor(client: MongoClient, logger?: Logger) {
     const update = () => {
       const checks = [...this.servers.values()];
-      const failure = checks.length > 0 && checks.every((c) => c !== null) ? checks[0]! : null;
+      if (checks.length === 0) {
+        this.down = null; // closed: nothing is monitored, nothing to report
+        return;
+      }
+      const failure = checks.every((c) => c !== null) ? checks[0]! : null;
       if (failure && !this.down) {
         logger?.error({ db: 'mongodb', err: failure.message }, 'database unreachable: answering 503 until it is back');
         const err = new UnavailableError('db', failure);

@@ -10,7 +10,7 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Data
   if (config.env.mongodbUrl) {
     // Loaded on demand: the driver is a sizeable part of an idle process that does not use it.
     const { MongoDatabase } = await import('./mongo.ts');
-    return MongoDatabase.connect(config.env.mongodbUrl);
+    return MongoDatabase.connect(config.env.mongodbUrl, logger);
   }
   logger.warn({ dataDir: config.env.dataDir }, 'MONGODB_URL is not set: using the embedded document database (one process only)');
   return new EmbeddedDatabase(config.env.dataDir);

@@ -1,4 +1,14 @@
-import { MongoClient, MongoServerError, type Db, type Collection as MongoCollection, type Document } from 'mongodb';
+import {
+  MongoClient,
+  MongoServerError,
+  type Db,
+  type Collection as MongoCollection,
+  type Document,
+  type ServerClosedEvent,
+  type ServerHeartbeatFailedEvent,
+  type ServerHeartbeatSucceededEvent,
+} from 'mongodb';
+import type { Logger } from 'pino';
 import { UnavailableError } from '../http/errors.ts';
 import { DuplicateKeyError, type Collection, type Database, type Doc, type Filter, type FindOptions, type UniqueIndex, type Update } from './db.ts';
 
@@ -32,30 +42,120 @@ function translate(err: unknown, collection: string): unknown {
   return err;
 }
 
-class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
-  constructor(private readonly c: MongoCollection<Doc>) {}
+/**
+ * Whether MongoDB can be reached, as the driver's own server monitor last saw it, so that requests
+ * fail at once while it cannot, instead of each waiting out server selection (1.2 s) for a 503.
+ *
+ * The monitor checks every server every `heartbeatFrequencyMS` on a connection of its own (while a
+ * server is away: a TCP connect that is refused). When the last check of EVERY known server failed, the
+ * database is unreachable: operations are refused at once with 503. Reads already waiting for a
+ * server are answered 503 then too (abandoned: harmless for a read, which the driver then drops when
+ * server selection gives up); writes are not, since the driver would still send one whose server
+ * returns in time. The first successful check ends it; the driver makes its connection pool ready in
+ * that same step, so this state never outlives the driver's own view of the server. In load-balanced
+ * mode there are no checks (no heartbeat events): operations wait out server selection as before.
+ * Exported for its unit test only.
+ */
+export class Reachability {
+  /** The last check of each monitored server: null when it succeeded, else its failure. */
+  private readonly servers = new Map<string, Error | null>();
+  /** Rejecters of reads in flight, to answer them once the database is found unreachable. */
+  private readonly reads = new Set<(err: unknown) => void>();
+  private down: Error | null = null;
 
-  private async run<R>(op: () => Promise<R>): Promise<R> {
+  constructor(client: MongoClient, logger?: Logger) {
+    const update = () => {
+      const checks = [...this.servers.values()];
+      if (checks.length === 0) {
+        this.down = null; // closed: nothing is monitored, nothing to report
+        return;
+      }
+      const failure = checks.every((c) => c !== null) ? checks[0]! : null;
+      if (failure && !this.down) {
+        logger?.error({ db: 'mongodb', err: failure.message }, 'database unreachable: answering 503 until it is back');
+        const err = new UnavailableError('db', failure);
+        for (const reject of this.reads) reject(err);
+        this.reads.clear();
+      } else if (!failure && this.down) {
+        logger?.info({ db: 'mongodb' }, 'database reachable again');
+      }
+      this.down = failure;
+    };
+    client.on('serverHeartbeatSucceeded', (e: ServerHeartbeatSucceededEvent) => {
+      this.servers.set(e.connectionId, null);
+      update();
+    });
+    client.on('serverHeartbeatFailed', (e: ServerHeartbeatFailedEvent) => {
+      this.servers.set(e.connectionId, e.failure);
+      update();
+    });
+    client.on('serverClosed', (e: ServerClosedEvent) => {
+      this.servers.delete(e.address);
+      update();
+    });
+  }
+
+  /** Runs a write, unless the database is known to be unreachable (then 503 at once). */
+  write<R>(op: () => Promise<R>): Promise<R> {
+    return this.down ? Promise.reject(new UnavailableError('db', this.down)) : op();
+  }
+
+  /** Runs a read, unless the database is known to be unreachable; 503 as soon as it becomes so. */
+  read<R>(op: () => Promise<R>): Promise<R> {
+    if (this.down) return Promise.reject(new UnavailableError('db', this.down));
+    return new Promise<R>((resolve, reject) => {
+      this.reads.add(reject);
+      const settle = () => this.reads.delete(reject);
+      let pending: Promise<R>;
+      try {
+        pending = op();
+      } catch (err) {
+        settle();
+        reject(err);
+        return;
+      }
+      // An abandoned read ends later in the driver: its result is handled here and dropped.
+      pending.then(
+        (value) => {
+          settle();
+          resolve(value);
+        },
+        (err: unknown) => {
+          settle();
+          reject(err);
+        },
+      );
+    });
+  }
+}
+
+class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
+  constructor(
+    private readonly c: MongoCollection<Doc>,
+    private readonly reach: Reachability,
+  ) {}
+
+  private async run<R>(kind: 'read' | 'write', op: () => Promise<R>): Promise<R> {
     try {
-      return await op();
+      return await this.reach[kind](op);
     } catch (err) {
       throw translate(err, this.c.collectionName);
     }
   }
 
   insertOne(doc: T) {
-    return this.run(async () => {
+    return this.run('write', async () => {
       await this.c.insertOne({ ...doc });
       return doc;
     });
   }
 
   findOne(filter: Filter) {
-    return this.run(() => this.c.findOne(filter) as Promise<T | null>);
+    return this.run('read', () => this.c.findOne(filter) as Promise<T | null>);
   }
 
   find(filter: Filter, opts: FindOptions = {}) {
-    return this.run(() => {
+    return this.run('read', () => {
       let cursor = this.c.find(filter);
       if (opts.sort) cursor = cursor.sort(opts.sort);
       if (opts.skip) cursor = cursor.skip(opts.skip);
@@ -65,60 +165,82 @@ class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
   }
 
   count(filter: Filter) {
-    return this.run(() => this.c.countDocuments(filter));
+    return this.run('read', () => this.c.countDocuments(filter));
   }
 
   updateOne(filter: Filter, update: Update) {
-    return this.run(() => this.c.findOneAndUpdate(filter, update as Document, { returnDocument: 'after' }) as Promise<T | null>);
+    return this.run('write', () => this.c.findOneAndUpdate(filter, update as Document, { returnDocument: 'after' }) as Promise<T | null>);
   }
 
   upsert(doc: T) {
-    return this.run(async () => {
+    return this.run('write', async () => {
       await this.c.replaceOne({ _id: doc._id } as Document, doc, { upsert: true });
     });
   }
 
   deleteOne(filter: Filter) {
-    return this.run(async () => (await this.c.deleteOne(filter)).deletedCount > 0);
+    return this.run('write', async () => (await this.c.deleteOne(filter)).deletedCount > 0);
   }
 
   deleteMany(filter: Filter) {
-    return this.run(async () => (await this.c.deleteMany(filter)).deletedCount);
+    return this.run('write', async () => (await this.c.deleteMany(filter)).deletedCount);
   }
 }
 
 /**
- * The document database on MongoDB through the official driver. Server selection gives up after
- * 1.5 s, so a request during an outage gets 503 within 2 s; the driver reconnects by itself.
+ * The document database on MongoDB through the official driver. While the driver's monitor cannot
+ * reach the server, every operation is answered 503 at once (see Reachability); the monitor keeps
+ * checking every 500 ms, and svc recovers by itself within about that once MongoDB is back.
  */
 export class MongoDatabase implements Database {
   readonly kind = 'mongodb';
   private constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
+    private readonly reach: Reachability,
   ) {}
 
-  static async connect(url: string): Promise<MongoDatabase> {
+  static async connect(url: string, logger?: Logger): Promise<MongoDatabase> {
     let client: MongoClient;
     try {
-      // Every operation, server selection included, gives up after 1.5 s (client-side operation
-      // timeout), so a dead or frozen server costs a request 503 within 2 s, never a hang.
       client = new MongoClient(url, {
-        timeoutMS: 1500,
-        serverSelectionTimeoutMS: 1200,
+        // How soon svc notices that MongoDB is back: the monitor checks each server this often. The
+        // driver's default, 10 s, suits a fleet of thousands of clients; svc runs a few instances, and
+        // a check is one `hello` on the monitor's own connection (while the server is away: one
+        // refused TCP connect). At 500 ms a returning MongoDB serves svc again within ~0.5 s of
+        // accepting connections, not up to 10 s later.
+        heartbeatFrequencyMS: 500,
+        // How soon svc notices that MongoDB went away: an operation that finds its connection gone
+        // asks the monitor for a check at once, but no sooner than this after the previous check
+        // (driver default 500 ms). Operations that start in that window wait for a server; at 100 ms
+        // few do, and the rest are answered 503 at once (Reachability).
+        minHeartbeatFrequencyMS: 100,
+        // Opening a connection (TCP connect + handshake), and the monitor's check: longer than this is
+        // a server that does not answer. 2 s, not less: the monitor's check on a healthy server that is
+        // merely slow (a busy machine, a server just started: measured up to ~1.1 s for the first
+        // `hello` of the test server under load) must not count as an outage, since a failed check
+        // clears the connection pool and interrupts operations in progress.
         connectTimeoutMS: 2000,
-        heartbeatFrequencyMS: 2000,
+        // How long an operation waits for a usable server before 503: the writes that start in the
+        // window above (reads are answered when the check fails), and start-up. 1.2 s keeps them
+        // within the 2 s of CONTRACT section 2 with room for a busy event loop. (A server that stops
+        // answering on open connections, frozen or cut off, fails the monitor's check after
+        // connectTimeoutMS; the driver then interrupts the operations waiting on it: 503 within ~2.5 s.)
+        serverSelectionTimeoutMS: 1200,
         ignoreUndefined: true,
+        // Not `timeoutMS`: driver 7 ignores it (deprecated, "has no effect") and only warns.
       });
     } catch (err) {
       // The driver parses the URL here, synchronously: name the culprit like any start-up failure.
       throw new Error(`MONGODB_URL ${redactMongoUrl(url)} is not a valid MongoDB connection string: ${(err as Error).message}`, { cause: err });
     }
+    // Before connecting: the first heartbeats are part of the connect.
+    const reach = new Reachability(client, logger);
     try {
       await client.connect();
       // CONTRACT section 1: the URL's database, else `svc` (the driver alone would pick `test`).
       const name = /^mongodb(?:\+srv)?:\/\/[^/]+\/([^?]+)/.exec(url)?.[1];
-      const database = new MongoDatabase(client, client.db(name ? decodeURIComponent(name) : 'svc'));
+      const database = new MongoDatabase(client, client.db(name ? decodeURIComponent(name) : 'svc'), reach);
       await database.ping();
       return database;
     } catch (err) {
@@ -131,17 +253,17 @@ export class MongoDatabase implements Database {
     const c = this.db.collection<Doc>(name);
     try {
       for (const index of indexes) {
-        await c.createIndex(Object.fromEntries(index.fields.map((f) => [f, 1])), { unique: true });
+        await this.reach.write(() => c.createIndex(Object.fromEntries(index.fields.map((f) => [f, 1])), { unique: true }));
       }
     } catch (err) {
       throw translate(err, name);
     }
-    return new MongoCollectionAdapter<T>(c);
+    return new MongoCollectionAdapter<T>(c, this.reach);
   }
 
   async ping() {
     try {
-      await this.db.command({ ping: 1 });
+      await this.reach.read(() => this.db.command({ ping: 1 }));
     } catch (err) {
       throw new UnavailableError('db', err);
     }

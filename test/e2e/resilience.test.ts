@@ -191,6 +191,10 @@ describe.skipIf(!mongoAvailable)('MongoDB outage', () => {
     // A login while the database is away is "unavailable", never "invalid credentials".
     expectUnavailable(await login(svc));
     expect(svc.running, svc.output()).toBe(true);
+    // The operator learns of it from the log, once per outage rather than once per request.
+    const lost = svc.logs().filter((l) => (l.level ?? 0) >= 50 && !l.reqId && l.db === 'mongodb');
+    expect(lost.length, svc.stdout()).toBe(1);
+    const linesBeforeRestart = svc.logs().length;
 
     const restarted: MongoTestServer | null = await startPrivateMongoServer(port);
     expect(restarted, `mongo-java-server did not start again on port ${port}`).toBeTruthy();
@@ -198,6 +202,8 @@ describe.skipIf(!mongoAvailable)('MongoDB outage', () => {
     const healedInMs = await waitHealthy(svc, 8000);
     console.info(`mongodb stopped: /health during outage ${timings.join(', ')} ms; healthy again ${healedInMs} ms after restart`);
     expect(svc.running).toBe(true);
+    const restored = svc.logs().slice(linesBeforeRestart).filter((l) => l.level === 30 && !l.reqId && l.db === 'mongodb');
+    expect(restored.length, svc.stdout()).toBe(1);
     expect(await svc.stop()).toBe(0);
   });
 
@@ -212,8 +218,9 @@ describe.skipIf(!mongoAvailable)('MongoDB outage', () => {
     cleanups.push(async () => process.kill(mongo.pid!, 'SIGCONT'));
     await sleep(100); // a signal is delivered asynchronously
     const timings = await expectDownFast(svc, { status: 'down', store: 'ok', db: 'down' }, 2);
-    // No answer at all (as in a network partition that drops packets): an operation waits up to
-    // the driver's socket timeout (socketTimeoutMS 10 s in src/db/mongo.ts), then answers 503.
+    // No answer at all (as in a network partition that drops packets): an operation on an open
+    // connection waits until the driver's monitor finds the server silent (connectTimeoutMS 2 s after
+    // its check began, src/db/mongo.ts) and interrupts it: 503; from then on 503 at once.
     const first = await login(svc);
     expectUnavailable(first);
     expect(first.ms).toBeLessThan(12_000);

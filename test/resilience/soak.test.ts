@@ -2,17 +2,26 @@
 // protocol server when one can be had), 10,000 live sessions, then a warm-up and 60 s of mixed
 // traffic: session lookups with random valid cookies, ?expand=user, unknown and malformed cookies,
 // anonymous callers, /health, todo CRUD, logins and logouts. Zero 5xx, every answer the one its kind
-// calls for, and svc's resident memory may not grow by 10% after the warm-up.
+// calls for, and what svc holds in memory may not grow by 10% after the warm-up.
 //
-// How memory is judged, from measurements on this load (2 cores, ~2,200 requests/s): V8 grows svc's
-// heap from ~57 MB to ~150 MB over the first ~20-25 s while the live heap stays ~40-50 MB; after that
-// RSS saws between ~200 and ~255 MB (single samples up to 10% apart a second apart), and now and then
-// V8 shrinks the heap and grows it again. A 10 s warm-up ends mid-growth, and two single samples can
-// differ by 20% with no leak at all. So: a 30 s warm-up; its level is the 90th percentile of its RSS
-// samples (the top of the band V8 settled on, without a one-second spike), the end's level is the
-// median of the last 10 s; the end may not be 10% above the warm-up. A leak lifts the whole band and
-// shows; the sawtooth and V8's shrinking do not. The heap figures in the report come from
-// test/support/heap-report.ts, preloaded into svc.
+// How memory is judged. Not by RSS: RSS is mostly the size V8 chose for its heap, and that choice
+// depends on how the garbage collector keeps up with the allocation rate, which on a busy machine it
+// does later and less (its concurrent marking and sweeping threads compete for the CPU). Measured on
+// 2 cores under this load, RSS saws by ~20% from one second to the next and V8 shrinks and grows the
+// heap now and then; with a second process burning a core the RSS "level" grew +12% with no leak (the
+// run that failed), and fell 8-16% in the runs since, one of them WITH a leak (below). So the figure
+// is the memory still reachable after a full collection: svc is started with --expose-gc, and the
+// preload test/support/heap-report.ts collects (twice) on SIGUSR2 and prints heapUsed + external
+// (Buffers and other memory that JS objects hold outside the V8 heap). The traffic is paused for each
+// reading, so no request in flight adds to it. That is the live data: a leak raises it by what leaks, and a busy machine does not (the
+// collection is forced, whatever CPU the collector would have had). Three readings at the end of the
+// warm-up and three at the end, a second of traffic apart; each level is the lowest of its three.
+// Judged twice: the end level may not be 10% above the warm-up level (issue 13), and, since a busy
+// machine serves fewer requests in the same minute (so a leak per request grows less), it may not
+// have grown by more than 64 bytes per request served in between, once past 2 MiB (readings of one
+// run differ by up to ~1.5 MiB). RSS and V8's heap sizes are still reported.
+// Checked by adding a leak of ~1 KB per request to svc, on a busy machine (54 requests/s): live memory
+// +5.4% (under 10%) but 843 bytes per request: failed; RSS meanwhile fell 8.5%.
 
 import { createHash, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +37,11 @@ const ADMIN = { email: 'soak-admin@example.test', password: 'soak-admin-password
 const USER_PASSWORD = 'soak-user-password';
 const USERS = 20;
 const SESSIONS = 10_000;
+/** Live memory (after a full GC) may not grow by more than this after the warm-up... */
+const LIVE_GROWTH_LIMIT = 0.1;
+/** ...nor by more than this per request served after it, once past the noise floor. */
+const LEAK_BYTES_PER_REQUEST = 64;
+const LEAK_NOISE_FLOOR = 2 * 1024 * 1024;
 const REAL_LOGINS = 300;
 /** Seconds; SOAK_WARMUP_S / SOAK_MEASURE_S run a longer soak by hand. */
 const WARMUP_S = Number(process.env.SOAK_WARMUP_S ?? 30);
@@ -56,9 +70,10 @@ interface Holder {
 
 const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!;
 const mb = (kb: number) => (kb / 1024).toFixed(1);
+const MiB = 1024 * 1024;
 
 describe.skipIf((!redisServerAvailable || !procAvailable) && !CI)('soak', () => {
-  it(`${WARMUP_S} s warm-up + ${MEASURE_S} s of mixed traffic over ${SESSIONS} sessions: zero 5xx, every answer as expected, RSS grows < 10% after the warm-up`, async () => {
+  it(`${WARMUP_S} s warm-up + ${MEASURE_S} s of mixed traffic over ${SESSIONS} sessions: zero 5xx, every answer as expected, live memory grows < 10% after the warm-up`, async () => {
     const setupStarted = performance.now();
     const phases: string[] = [];
     const phase = (name: string) => phases.push(`${name} ${((performance.now() - setupStarted) / 1000).toFixed(1)} s`);
@@ -76,8 +91,9 @@ describe.skipIf((!redisServerAvailable || !procAvailable) && !CI)('soak', () => 
         CACHE_URL: redis.url,
         ...(mongo ? { MONGODB_URL: mongo.url } : {}),
         LOG_LEVEL: 'warn',
-        // tsx first: Node runs NODE_OPTIONS' imports before the command line's.
-        NODE_OPTIONS: `--import tsx --import ${HEAP_REPORT}`,
+        // tsx first: Node runs NODE_OPTIONS' imports before the command line's. --expose-gc: for the
+        // forced collections of heap-report.ts (test only).
+        NODE_OPTIONS: `--expose-gc --import tsx --import ${HEAP_REPORT}`,
         SVC_ADMIN_EMAIL: ADMIN.email,
         SVC_ADMIN_PASSWORD: ADMIN.password,
       },
@@ -202,16 +218,77 @@ describe.skipIf((!redisServerAvailable || !procAvailable) && !CI)('soak', () => 
       expectStatus(await hit('after-logout', url('/auth/session'), { headers: { cookie: res.cookie! } }), 401);
     };
 
+    // The traffic can be paused: every worker parks before its next step, so a reading sees no
+    // request in flight (each would add its own objects to it).
+    const WORKERS = 26;
+    let pause: Promise<void> | undefined;
+    let resume = () => {};
+    let parked = 0;
+    const pausable =
+      <A extends unknown[]>(step: (...args: A) => Promise<void>) =>
+      async (...args: A) => {
+        if (pause) {
+          parked++;
+          await pause;
+          parked--;
+        }
+        await step(...args);
+      };
+
+    // What svc holds after a full collection (heap-report.ts, on SIGUSR2): heapUsed + external,
+    // read while the traffic is paused. Resolves with null when the traffic would not pause.
+    type Live = { seq: number; heapUsed: number; external: number; gcMs: number };
+    let gcSeq = 0;
+    const liveReadings: { at: string; live: number; gcMs: number }[] = [];
+    const liveNow = async (at: string): Promise<number> => {
+      pause = new Promise<void>((r) => (resume = r));
+      try {
+        const deadline = performance.now() + 10_000;
+        while (parked < WORKERS && !stop && performance.now() < deadline) await sleep(10);
+        expect(parked, 'workers parked for a memory reading').toBe(WORKERS);
+        const seq = ++gcSeq;
+        process.kill(svc.pid, 'SIGUSR2');
+        const line = (await svc.waitForLog((l) => l.msg === 'heap-after-gc' && l.seq === seq, 15_000)) as unknown as Live;
+        expect(line.heapUsed, 'svc was started without --expose-gc').toBeTypeOf('number');
+        liveReadings.push({ at, live: line.heapUsed + line.external, gcMs: line.gcMs });
+        return line.heapUsed + line.external;
+      } finally {
+        pause = undefined;
+        resume();
+      }
+    };
+    /** The lowest of three readings, with a second of traffic between them. */
+    const liveLevel = async (at: string) => {
+      const readings: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        if (i) await sleep(1000);
+        readings.push(await liveNow(at));
+      }
+      return Math.min(...readings);
+    };
+
     const rss = sampleRss(svc.pid, 1000);
     const started = performance.now();
-    const traffic = Promise.all([runWorkers(24, mixed, bounds), runWorkers(2, loginLogout, bounds)]);
+    const traffic = Promise.all([runWorkers(24, pausable(mixed), bounds), runWorkers(2, pausable(loginLogout), bounds)]);
     await sleep(WARMUP_S * 1000);
     const warmCount = hits.length;
-    await sleep(MEASURE_S * 1000);
+    const warmLive = await liveLevel('warm-up');
+    const warmLiveCount = hits.length;
+    // Readings along the way, for the report: a leak shows as a steady climb.
+    const measureEnd = started + (WARMUP_S + MEASURE_S) * 1000;
+    while (measureEnd - performance.now() > 20_000) {
+      await sleep(10_000);
+      await liveNow(`${Math.round((performance.now() - started) / 1000)} s`);
+    }
+    await sleep(Math.max(0, measureEnd - performance.now() - 3000));
+    const endLiveCount = hits.length;
+    const endLive = await liveLevel('end');
     stop = true;
     await traffic;
     const seconds = (performance.now() - started) / 1000;
     const samples = rss.stop();
+    const liveGrowth = (endLive - warmLive) / warmLive;
+    const perRequest = (endLive - warmLive) / (endLiveCount - warmLiveCount);
 
     const total = samples.at(-1)!.t;
     const rssIn = (from: number, to: number) => samples.filter((x) => x.t >= from && x.t <= to).map((x) => x.kb);
@@ -237,7 +314,9 @@ describe.skipIf((!redisServerAvailable || !procAvailable) && !CI)('soak', () => 
         describeTally(hits),
         `RSS (MB) every second from the start of the traffic:`,
         ...rows,
-        `RSS growth: warm-up level (p90 of 0-${WARMUP_S} s) ${mb(warmLevel)} MB -> end level (median of the last 10 s) ${mb(endLevel)} MB: ${(growth * 100).toFixed(1)}%`,
+        `live memory after a full GC (heapUsed + external, MiB): ${liveReadings.map((r) => `${r.at} ${(r.live / MiB).toFixed(1)}`).join(', ')} (each GC ${Math.max(...liveReadings.map((r) => r.gcMs))} ms at most)`,
+        `live memory growth: warm-up level ${(warmLive / MiB).toFixed(1)} MiB -> end level ${(endLive / MiB).toFixed(1)} MiB: ${(liveGrowth * 100).toFixed(1)}%, ${perRequest.toFixed(1)} bytes per request over ${endLiveCount - warmLiveCount} requests (a leak of ${Math.round(Math.min(LIVE_GROWTH_LIMIT * warmLive, Math.max(LEAK_NOISE_FLOOR, LEAK_BYTES_PER_REQUEST * (endLiveCount - warmLiveCount))) / (endLiveCount - warmLiveCount))} bytes per request would have failed this run)`,
+        `RSS (reported, not judged): warm-up level (p90 of 0-${WARMUP_S} s) ${mb(warmLevel)} MB -> end level (median of the last 10 s) ${mb(endLevel)} MB: ${(growth * 100).toFixed(1)}%`,
         `RSS high-water marks: warm-up ${mb(warmPeak)} MB, after it ${mb(afterPeak)} MB (${(((afterPeak - warmPeak) / warmPeak) * 100).toFixed(1)}%); sample at ${WARMUP_S} s ${mb(rssIn(0, WARMUP_S).at(-1)!)} MB, last ${mb(samples.at(-1)!.kb)} MB`,
         `heap (MiB; svc's clock; per 10 s lowest heapUsed / highest heapTotal): ${heapRows.join(', ')}`,
       ].join('\n'),
@@ -251,7 +330,9 @@ describe.skipIf((!redisServerAvailable || !procAvailable) && !CI)('soak', () => 
     }
     expect(hits.length - warmCount).toBeGreaterThan(hits.length / 2);
     expect(samples.length, 'RSS samples').toBeGreaterThanOrEqual(WARMUP_S + MEASURE_S - 5);
-    expect(growth, `RSS level grew from ${mb(warmLevel)} MB (warm-up) to ${mb(endLevel)} MB (end)`).toBeLessThan(0.1);
+    const grew = `live memory grew from ${(warmLive / MiB).toFixed(1)} MiB (warm-up) to ${(endLive / MiB).toFixed(1)} MiB (end)`;
+    expect(liveGrowth, grew).toBeLessThan(LIVE_GROWTH_LIMIT);
+    if (endLive - warmLive > LEAK_NOISE_FLOOR) expect(perRequest, `${grew}: bytes per request served`).toBeLessThan(LEAK_BYTES_PER_REQUEST);
     expect(svc.running).toBe(true);
     expect(await svc.stop()).toBe(0);
   });

@@ -1,0 +1,122 @@
+import { EventEmitter } from 'node:events';
+import type { MongoClient } from 'mongodb';
+import { describe, expect, it } from 'vitest';
+import { Reachability } from '../../src/db/mongo.ts';
+import { UnavailableError } from '../../src/http/errors.ts';
+
+/** The driver's monitor, as Reachability sees it: heartbeat and server events on the client. */
+function fakeDriver() {
+  const client = new EventEmitter();
+  const lines: { level: string; msg: string }[] = [];
+  const logger = {
+    error: (_: unknown, msg: string) => lines.push({ level: 'error', msg }),
+    info: (_: unknown, msg: string) => lines.push({ level: 'info', msg }),
+  };
+  const reach = new Reachability(client as unknown as MongoClient, logger as never);
+  return {
+    reach,
+    lines,
+    up: (address = 'db:27017') => client.emit('serverHeartbeatSucceeded', { connectionId: address }),
+    down: (address = 'db:27017') => client.emit('serverHeartbeatFailed', { connectionId: address, failure: new Error('connect ECONNREFUSED') }),
+    closed: (address = 'db:27017') => client.emit('serverClosed', { address }),
+  };
+}
+
+/** A driver operation that settles when the test says so. */
+function pendingOp<T>() {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { op: () => promise, resolve, reject };
+}
+
+const settled = async (p: Promise<unknown>) => {
+  const result = await Promise.race([p.then(() => 'resolved', () => 'rejected'), new Promise((r) => setTimeout(() => r('pending'), 20))]);
+  return result;
+};
+
+describe('MongoDB Reachability (fail fast from the driver monitor)', () => {
+  it('runs operations while the monitor reaches the server', async () => {
+    const d = fakeDriver();
+    d.up();
+    expect(await d.reach.read(async () => 1)).toBe(1);
+    expect(await d.reach.write(async () => 2)).toBe(2);
+  });
+
+  it('once the last check failed: new operations 503 at once without reaching the driver; waiting reads 503 too, waiting writes keep waiting', async () => {
+    const d = fakeDriver();
+    d.up();
+    const read = pendingOp<number>();
+    const write = pendingOp<number>();
+    const reading = d.reach.read(read.op);
+    const writing = d.reach.write(write.op);
+
+    d.down();
+    await expect(reading).rejects.toBeInstanceOf(UnavailableError);
+    expect(await settled(writing), 'a write may still be sent by the driver: not abandoned').toBe('pending');
+    let called = false;
+    await expect(
+      d.reach.write(async () => {
+        called = true;
+      }),
+    ).rejects.toBeInstanceOf(UnavailableError);
+    await expect(d.reach.read(async () => (called = true))).rejects.toBeInstanceOf(UnavailableError);
+    expect(called, 'the driver is not asked while the server is known unreachable').toBe(false);
+
+    // The abandoned read ends later in the driver: handled, no unhandled rejection.
+    read.reject(new Error('server selection timed out'));
+    write.reject(new Error('server selection timed out'));
+    await expect(writing).rejects.toThrow('server selection timed out');
+  });
+
+  it('the first successful check ends it; one error line per outage, one info line when back', async () => {
+    const d = fakeDriver();
+    d.up();
+    d.down();
+    d.down();
+    d.down();
+    await expect(d.reach.read(async () => 1)).rejects.toBeInstanceOf(UnavailableError);
+    d.up();
+    expect(await d.reach.read(async () => 1)).toBe(1);
+    expect(d.lines).toEqual([
+      { level: 'error', msg: 'database unreachable: answering 503 until it is back' },
+      { level: 'info', msg: 'database reachable again' },
+    ]);
+  });
+
+  it('several servers: unreachable only when every one failed its last check; closed servers do not count', async () => {
+    const d = fakeDriver();
+    d.up('a:1');
+    d.up('b:1');
+    d.down('a:1');
+    expect(await d.reach.read(async () => 1)).toBe(1);
+    d.down('b:1');
+    await expect(d.reach.read(async () => 1)).rejects.toBeInstanceOf(UnavailableError);
+    d.up('b:1');
+    d.closed('b:1');
+    await expect(d.reach.read(async () => 1)).rejects.toBeInstanceOf(UnavailableError);
+    d.closed('a:1');
+    expect(await d.reach.read(async () => 1), 'a closed client is not "unreachable": the driver answers').toBe(1);
+    expect(d.lines.map((l) => l.level)).toEqual(['error', 'info', 'error']);
+  });
+
+  it('no checks at all (load-balanced mode): operations always reach the driver', async () => {
+    const d = fakeDriver();
+    expect(await d.reach.write(async () => 'ok')).toBe('ok');
+  });
+
+  it('an operation that throws synchronously rejects and is not kept', async () => {
+    const d = fakeDriver();
+    d.up();
+    await expect(
+      d.reach.read(() => {
+        throw new Error('bad filter');
+      }),
+    ).rejects.toThrow('bad filter');
+    d.down();
+    expect(d.lines).toHaveLength(1);
+  });
+});

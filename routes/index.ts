@@ -5,6 +5,7 @@ import { oauthCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } fro
 import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
 import { login, logout, logoutAll, session } from './auth/session.ts';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './auth/users.ts';
+import { createWorkSession, deleteWorkSession, getWorkSession, listWorkSessions, updateWorkSession } from './auth/work-sessions.ts';
 import { health } from './health.ts';
 
 // Order matters where paths overlap: `/auth/oauth/providers` before `/auth/oauth/:provider`.
@@ -32,6 +33,11 @@ const factories = [
   createProvider,
   updateProvider,
   deleteProvider,
+  createWorkSession,
+  listWorkSessions,
+  getWorkSession,
+  updateWorkSession,
+  deleteWorkSession,
 ];
 
 /** Every core route factory; `createApp` mounts what they return. */

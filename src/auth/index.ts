@@ -249,7 +249,7 @@ export class Auth {
    * `pluginKey`; guests may only read. Usage: `onRequest: instance.auth.authenticatedOrWorksession('svc__todo')`.
    */
   authenticatedOrWorksession(pluginKey: string): MiddlewareHandler<AppEnv> {
-    return this.workSessions.authenticatedOrWorksession(pluginKey);
+    return this.workSessions.authenticatedOrWorksession(pluginKey, unauthenticatedError);
   }
 
   /**

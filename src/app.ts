@@ -11,6 +11,7 @@ import type { Config } from './config/load.ts';
 import type { AppEnv } from './http/env.ts';
 import { AppError } from './http/errors.ts';
 import { buildOpenApi, routesOf } from './http/openapi.ts';
+import { allowedOrigins } from './http/origins.ts';
 import { defineRoute, mountRoutes, requireCaller, type RouteDefinition } from './http/route.ts';
 import type { ServerInstance } from './instance.ts';
 import type { LoadedPlugin } from './plugins/loader.ts';
@@ -41,8 +42,7 @@ const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * listed frontend is refused before any session or login logic. No `Origin`: a non-browser client.
  */
 function originCheck(config: Config): MiddlewareHandler<AppEnv> {
-  const configured = [config.env.serverBaseUrl, config.env.callbackBaseUrl].filter(Boolean).map((u) => new URL(u!).origin);
-  const allowed = new Set([...config.env.frontendUrls, ...configured]);
+  const allowed = allowedOrigins(config);
   return async function originCheck(c, next) {
     const origin = c.req.header('origin');
     if (origin && UNSAFE.has(c.req.method) && !allowed.has(origin) && origin !== requestOrigin(c, config.server.trustProxy)) {

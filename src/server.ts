@@ -1,4 +1,4 @@
-import { serve, type ServerType } from '@hono/node-server';
+import { createAdaptorServer } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { createApp } from './app.ts';
@@ -9,6 +9,7 @@ import { openDatabase, type Database } from './db/index.ts';
 import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { Realtime } from './realtime/index.ts';
 import { applySeeds, loadPlugins } from './plugins/loader.ts';
 import type { Hono } from 'hono';
 import type { AppEnv } from './http/env.ts';
@@ -18,7 +19,8 @@ import { Stores } from './store/index.ts';
 export async function buildInstance(config: Config, logger: Logger, stores: Stores, db: Database): Promise<ServerInstance> {
   const events = createEvents(logger);
   const auth = await Auth.create(config, stores, db, logger);
-  return { config, logger, stores, store: stores.instance('cache'), db, auth, on: events.on, emit: events.emit };
+  const realtime = new Realtime({ config, logger, auth, db, store: stores.forRole('sessions') });
+  return { config, logger, stores, store: stores.instance('cache'), db, auth, realtime, on: events.on, emit: events.emit };
 }
 
 /** Loads the plugins, applies their seeds and builds the app (start-up and tests alike). */
@@ -64,15 +66,27 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     throw err;
   }
 
-  const server: ServerType = await new Promise((resolve, reject) => {
-    // Slow clients (slowloris) cannot hold sockets: headers within 10 s, a whole request within
-    // 30 s, checked every second (Node's default check runs every 30 s).
-    const serverOptions = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
-    const s = serve({ fetch: app.fetch, port: config.env.port, hostname: config.env.host, serverOptions }, () => resolve(s));
-    s.once('error', reject);
-  });
-  const http = server as import('node:http').Server;
-  const { port } = server.address() as AddressInfo;
+  // Slow clients (slowloris) cannot hold sockets: headers within 10 s, a whole request within
+  // 30 s, checked every second (Node's default check runs every 30 s).
+  const serverOptions = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
+  const http = createAdaptorServer({ fetch: app.fetch, hostname: config.env.host, serverOptions }) as import('node:http').Server;
+  try {
+    // socket.io on the same server, ready before the first connection arrives.
+    await instance.realtime.attach(http);
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(config.env.port, config.env.host, () => {
+        http.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    await instance.realtime.close();
+    instance.auth.close();
+    await Promise.allSettled([stores.close(), db.close()]);
+    throw err;
+  }
+  const { port } = http.address() as AddressInfo;
   const url = `http://${config.env.host.includes(':') ? `[${config.env.host}]` : config.env.host}:${port}`;
   log.info({ url, store: stores.all().map((s) => s.name), db: db.kind }, `svc listening on ${url}`);
 
@@ -85,6 +99,9 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   const close = () =>
     (closing ??= (async () => {
       log.info('shutting down: finishing in-flight requests');
+      // Sockets first: upgraded connections are not the HTTP server's to close, and their clients
+      // should reconnect to another instance now.
+      await instance.realtime.close();
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
         // Idle keep-alive sockets would hold close() open; busy ones close after their response.

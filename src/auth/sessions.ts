@@ -90,6 +90,19 @@ export class SessionService {
     return raw === null ? null : { ...(JSON.parse(raw) as SessionRecord), hash };
   }
 
+  /**
+   * Milliseconds the session behind a hash has left without further activity (its TTL, capped by
+   * the hard end), or null when it has ended. Does not slide it. For timers that outlive requests
+   * (realtime sockets); two store commands, never on the request path.
+   */
+  async timeLeft(hash: string): Promise<number | null> {
+    const [raw, ttl] = await Promise.all([this.store.get(this.key(hash)), this.store.ttl(this.key(hash))]);
+    if (raw === null || ttl === -2) return null;
+    const hardLeft = this.hardEnd(JSON.parse(raw) as SessionRecord) - this.now();
+    const left = ttl === -1 ? hardLeft : Math.min(ttl * 1000, hardLeft);
+    return left > 0 ? left : null;
+  }
+
   /** When a session's last moment is (epoch ms): the hard cap when sliding, the fixed expiry otherwise. */
   hardEnd(session: SessionRecord): number {
     return this.sliding ? session.createdAt + this.maxLifetimeMs : session.expiresAt;

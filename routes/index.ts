@@ -1,5 +1,6 @@
 import type { RouteDefinition } from '../src/http/route.ts';
 import type { ServerInstance } from '../src/instance.ts';
+import { downloadAsset, downloadSessionAsset, mintAssetToken } from './auth/assets.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { oauthCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
 import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
@@ -38,6 +39,9 @@ const factories = [
   getWorkSession,
   updateWorkSession,
   deleteWorkSession,
+  mintAssetToken,
+  downloadAsset,
+  downloadSessionAsset,
 ];
 
 /** Every core route factory; `createApp` mounts what they return. */

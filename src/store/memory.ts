@@ -15,7 +15,8 @@ export class MemoryStore implements Store {
 
   constructor(
     readonly name = 'cache (embedded)',
-    private readonly now: () => number = Date.now,
+    // Read at each call (not `Date.now` captured once), so a test that moves the clock moves expiry too.
+    private readonly now: () => number = () => Date.now(),
   ) {
     this.sweeper = setInterval(() => this.sweep(), 5000).unref();
   }

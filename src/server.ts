@@ -10,7 +10,8 @@ import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { Realtime } from './realtime/index.ts';
-import { applySeeds, loadPlugins } from './plugins/loader.ts';
+import { loadPlugins } from './plugins/loader.ts';
+import { applySeeds } from './plugins/seeds.ts';
 import type { Hono } from 'hono';
 import type { AppEnv } from './http/env.ts';
 import { Stores } from './store/index.ts';
@@ -23,7 +24,7 @@ export async function buildInstance(config: Config, logger: Logger, stores: Stor
   return { config, logger, stores, store: stores.instance('cache'), db, auth, realtime, on: events.on, emit: events.emit };
 }
 
-/** Loads the plugins, applies their seeds and builds the app (start-up and tests alike). */
+/** Loads the plugins, applies the landing seeds (app files and plugins') and builds the app (start-up and tests alike). */
 export async function appWithPlugins(instance: ServerInstance): Promise<Hono<AppEnv>> {
   const plugins = await loadPlugins(instance);
   await applySeeds(instance, plugins);

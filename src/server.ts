@@ -100,11 +100,12 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   const close = () =>
     (closing ??= (async () => {
       log.info('shutting down: finishing in-flight requests');
-      // Sockets first: upgraded connections are not the HTTP server's to close, and their clients
-      // should reconnect to another instance now.
-      await instance.realtime.close();
+      let realtimeClosed: Promise<void> | undefined;
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
+        // Right after refusing new connections: socket.io's connections (upgraded ones are not the
+        // HTTP server's to close) end now, and their clients reconnect to another instance.
+        realtimeClosed = instance.realtime.close();
         // Idle keep-alive sockets would hold close() open; busy ones close after their response.
         http.closeIdleConnections();
         const idle = setInterval(() => http.closeIdleConnections(), 100);
@@ -114,6 +115,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
           clearTimeout(hard);
         });
       });
+      await realtimeClosed;
       instance.auth.close();
       await Promise.allSettled([stores.close(), db.close()]);
       log.info('stopped');

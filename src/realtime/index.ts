@@ -102,10 +102,13 @@ export class Realtime {
 
   /** Closes every socket and stops listening to other instances (graceful shutdown). */
   async close(): Promise<void> {
-    await this.subscription?.unsubscribe().catch(() => {});
-    this.subscription = undefined;
     this.registry.clear();
+    // At once (the caller stops accepting connections meanwhile): clients see their transport close
+    // and reconnect, to another instance behind the load balancer.
     (this.io.engine as { close(): void } | undefined)?.close();
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    await subscription?.unsubscribe().catch(() => {});
   }
 
   /**

@@ -213,7 +213,7 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
       }
     });
 
-    it('minting: 401 without a session (guests too), 400 validation_failed naming the field, 415 for non-JSON', async () => {
+    it('minting: 401 without a session (guests too), 400 validation_failed naming the field, 415 for non-JSON, 403 csrf_failed from a foreign page', async () => {
       const anon = await t.fetch('/auth/asset-token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"assetId":"files:a","mode":"single"}' });
       expect(anon.status).toBe(401);
       expect(await errorCode(anon)).toBe('unauthenticated');
@@ -237,6 +237,9 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
         expect(body.error.details.map((d: { path: string }) => d.path)).toContain(field);
       }
       expect((await alice.fetch('/auth/asset-token', { method: 'POST', body: 'assetId=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(415);
+      const foreign = await alice.fetch('/auth/asset-token', { method: 'POST', json: { assetId: 'files:a.pdf', mode: 'single' }, headers: { origin: 'https://evil.example' } });
+      expect(foreign.status).toBe(403);
+      expect(await errorCode(foreign)).toBe('csrf_failed');
     });
 
     it('downloads: unknown, forged or malformed tokens are 404 asset_token_invalid, at both paths, with or without /api', async () => {

@@ -275,7 +275,8 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
     await connected(socket);
     const gone = disconnection(socket);
     await c.close();
-    expect((await gone).reason).toMatch(/transport close|io server disconnect/);
+    // The transport ends (not "io server disconnect"): a client with reconnection on tries again, elsewhere.
+    expect((await gone).reason).toMatch(/^transport (close|error)$/);
   });
 });
 

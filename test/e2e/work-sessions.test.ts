@@ -153,6 +153,13 @@ for (const [name, openDb] of [
           expect((await t.fetch(p, { method, headers: guest(id, { 'content-type': 'application/json' }), body: json ? JSON.stringify(json) : undefined })).status).toBe(401);
         }
         expect((await (await admin.fetch(`/auth/work-sessions/${id}`)).json()).isActive).toBe(true);
+        // An admin's browser on a foreign page: 403 csrf_failed before anything changes.
+        for (const [method, p, json] of calls.filter(([m]) => m !== 'GET')) {
+          const res = await admin.fetch(p, { method, json, headers: { origin: 'https://evil.example' } });
+          expect(res.status, `${method} ${p}`).toBe(403);
+          expect(await errorCode(res)).toBe('csrf_failed');
+        }
+        expect((await (await admin.fetch(`/auth/work-sessions/${id}`)).json()).isActive).toBe(true);
       });
 
       it('POST refuses bad input with 400 validation_failed naming the field', async () => {

@@ -34,6 +34,7 @@ const MAX_DELAY = 2 ** 31 - 1;
 const RETRY_MS = 2000;
 /** How long an announcement is remembered for sockets whose handshake it may have raced. */
 const RECENT_MS = 60_000;
+const RECENT_MAX = 10_000;
 
 /**
  * The sockets of this process, grouped by what they stand on: `session:<sha256>` (a login) or
@@ -76,7 +77,8 @@ export class ConnectionRegistry {
     this.recent.delete(subject);
     this.recent.set(subject, now);
     for (const [key, at] of this.recent) {
-      if (at > now - RECENT_MS) break; // insertion order: the rest is newer
+      // Insertion order: the rest is newer. A flood of logouts is capped, oldest first.
+      if (at > now - RECENT_MS && this.recent.size <= RECENT_MAX) break;
       this.recent.delete(key);
     }
   }

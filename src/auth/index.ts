@@ -186,6 +186,13 @@ export class Auth {
     });
   }
 
+  /** Runs when live sessions change (admin status), e.g. to refresh what sockets know; gets each `sid`. */
+  onSessionChange(listener: (sid: string) => Promise<void>): void {
+    this.sessions.onChange(async (hashes) => {
+      for (const sid of hashes) await listener(sid);
+    });
+  }
+
   /** Logout: ends the session behind a cookie value, if it exists. */
   async endSession(id: string): Promise<void> {
     await this.sessions.destroy(id);

@@ -36,6 +36,7 @@ export class SessionService {
   private readonly touched = new Set<string>();
   private readonly cleanupTimer: NodeJS.Timeout;
   private readonly endListeners: ((hashes: string[]) => Promise<void>)[] = [];
+  private readonly changeListeners: ((hashes: string[]) => Promise<void>)[] = [];
 
   constructor(
     private readonly store: Store,
@@ -91,16 +92,17 @@ export class SessionService {
   }
 
   /**
-   * Milliseconds the session behind a hash has left without further activity (its TTL, capped by
-   * the hard end), or null when it has ended. Does not slide it. For timers that outlive requests
-   * (realtime sockets); two store commands, never on the request path.
+   * The record behind a hash and the milliseconds it has left without further activity (its TTL,
+   * capped by the hard end), or null when it has ended. Does not slide it. For what outlives a
+   * request (realtime sockets); two store commands, never on the request path.
    */
-  async timeLeft(hash: string): Promise<number | null> {
+  async remaining(hash: string): Promise<{ record: SessionRecord; left: number } | null> {
     const [raw, ttl] = await Promise.all([this.store.get(this.key(hash)), this.store.ttl(this.key(hash))]);
     if (raw === null || ttl === -2) return null;
-    const hardLeft = this.hardEnd(JSON.parse(raw) as SessionRecord) - this.now();
+    const record = JSON.parse(raw) as SessionRecord;
+    const hardLeft = this.hardEnd(record) - this.now();
     const left = ttl === -1 ? hardLeft : Math.min(ttl * 1000, hardLeft);
-    return left > 0 ? left : null;
+    return left > 0 ? { record, left } : null;
   }
 
   /** When a session's last moment is (epoch ms): the hard cap when sliding, the fixed expiry otherwise. */
@@ -182,6 +184,7 @@ export class SessionService {
   /** Rewrites `isAdmin` in every live session of a user, keeping each TTL (SET XX KEEPTTL). */
   async setAdmin(userId: string, isAdmin: boolean): Promise<void> {
     const hashes = await this.store.sMembers(this.indexKey(userId));
+    const changed: string[] = [];
     for (const hash of hashes) {
       const raw = await this.store.get(this.key(hash));
       if (raw === null) {
@@ -189,8 +192,14 @@ export class SessionService {
         continue;
       }
       const record = JSON.parse(raw) as SessionRecord;
-      await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin }), { xx: true, keepTtl: true });
+      if (await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin }), { xx: true, keepTtl: true })) changed.push(hash);
     }
+    if (changed.length) for (const listener of this.changeListeners) await listener(changed);
+  }
+
+  /** Runs after live sessions were rewritten (admin status): gets their hashes. */
+  onChange(listener: (hashes: string[]) => Promise<void>): void {
+    this.changeListeners.push(listener);
   }
 
   /** Drops index entries whose session expired, for the users this process touched. */

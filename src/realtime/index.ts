@@ -15,7 +15,7 @@ import { handshake, HandshakeError, namespacePlugin, type Caller } from './hands
 
 /** What core puts in `socket.data`: the same identities HTTP handlers see as `c.get(...)`. */
 export interface SocketData {
-  /** A logged-in user (`c.get('authUser')`); a snapshot taken at the handshake. */
+  /** A logged-in user (`c.get('authUser')`), refreshed when an admin changes the user's admin status. */
   authUser?: AuthUser;
   /** A work-session guest (`c.get('workSession')`), refreshed when an admin changes the work session. */
   workSession?: WorkSessionGuest;
@@ -78,6 +78,7 @@ export class Realtime {
     this.io.on('new_namespace', (nsp: Namespace) => this.guard(nsp));
 
     auth.onSessionEnd(async (hash) => this.announce({ s: `session:${hash}`, k: 'end' }));
+    auth.onSessionChange(async (hash) => this.announce({ s: `session:${hash}`, k: 'check' }));
     auth.workSessions.onChange(async (id) => this.announce({ s: `work-session:${hashWorkSessionId(id)}`, k: 'check' }));
   }
 
@@ -143,8 +144,11 @@ export class Realtime {
       const { session } = caller;
       socket.data = { authUser: { userId: session.userId, isAdmin: session.isAdmin, provider: session.provider } } satisfies SocketData;
       const check = async (): Promise<CheckResult> => {
-        const left = await this.deps.auth.sessions.timeLeft(session.hash);
-        return left === null ? { valid: false, code: 'unauthenticated' } : { valid: true, until: Date.now() + left };
+        const live = await this.deps.auth.sessions.remaining(session.hash);
+        if (!live) return { valid: false, code: 'unauthenticated' };
+        const { userId, isAdmin, provider } = live.record;
+        // An admin tag removed or added applies to the sockets too (as to the next request).
+        return { valid: true, until: Date.now() + live.left, refresh: (s) => ((s.data = { authUser: { userId, isAdmin, provider } }), true) };
       };
       return () => {
         socket.join(rooms.user(session.userId));

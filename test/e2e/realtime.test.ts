@@ -258,6 +258,21 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
       expect(all.ms).toBeLessThanOrEqual(BOUND_MS);
     });
 
+    it('an admin tag given or taken on A reaches socket.data.authUser on B within 5 s (the socket stays)', async () => {
+      const promoted = await a.instance.auth.users.create({ email: `tag-${randomUUID().slice(0, 6)}@example.com`, password: PASSWORD, isAdmin: false, createdVia: 'admin' });
+      const socket = track(client(b.url, { cookie: await loginCookie(a.url, promoted.email, PASSWORD) }));
+      await connected(socket);
+      const isAdminOnB = async () => (await b.instance.realtime.io.in(socket.id!).fetchSockets())[0]?.data.authUser?.isAdmin;
+      expect(await isAdminOnB()).toBe(false);
+      for (const isAdmin of [true, false]) {
+        const started = Date.now();
+        expect((await call(a.url, 'PATCH', `/auth/users/${promoted._id}`, adminCookie, { isAdmin })).status).toBe(200);
+        while ((await isAdminOnB()) !== isAdmin && Date.now() - started <= BOUND_MS) await new Promise((r) => setTimeout(r, 25));
+        expect(Date.now() - started).toBeLessThanOrEqual(BOUND_MS);
+        expect(socket.connected).toBe(true);
+      }
+    });
+
     it('a user deleted by an admin loses their sockets', async () => {
       const doomed = await a.instance.auth.users.create({ email: `doomed-${randomUUID().slice(0, 6)}@example.com`, password: PASSWORD, isAdmin: false, createdVia: 'admin' });
       const socket = track(client(b.url, { cookie: await loginCookie(a.url, doomed.email, PASSWORD) }));

@@ -1,12 +1,14 @@
 import type { RouteDefinition } from '../src/http/route.ts';
 import type { ServerInstance } from '../src/instance.ts';
 import { changeOwnPassword, disconnectAccount, endOwnSession, listConnectedAccounts, listOwnSessions, startConnect } from './auth/account.ts';
+import { downloadAsset, downloadSessionAsset, mintAssetToken } from './auth/assets.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
 import { oauthCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
 import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
 import { login, logout, logoutAll, session } from './auth/session.ts';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './auth/users.ts';
+import { createWorkSession, deleteWorkSession, getWorkSession, listWorkSessions, updateWorkSession } from './auth/work-sessions.ts';
 import { health } from './health.ts';
 
 // Order matters where paths overlap: `/auth/oauth/providers` before `/auth/oauth/:provider`.
@@ -44,6 +46,14 @@ const factories = [
   createProvider,
   updateProvider,
   deleteProvider,
+  createWorkSession,
+  listWorkSessions,
+  getWorkSession,
+  updateWorkSession,
+  deleteWorkSession,
+  mintAssetToken,
+  downloadAsset,
+  downloadSessionAsset,
 ];
 
 /** Every core route factory; `createApp` mounts what they return. */

@@ -11,3 +11,5 @@ export { DuplicateKeyError } from './db/db.ts';
 export type { Store } from './store/store.ts';
 export type { AuthenticateOptions, PermissionResolver } from './auth/index.ts';
 export type { OAuthLoginContext, OAuthLoginHandler, ProviderTokenBlob } from './auth/oauth/flow.ts';
+export type { Asset, AssetResolver } from './auth/assets.ts';
+export type { RealtimeServer, RealtimeSocket, SocketData } from './realtime/index.ts';

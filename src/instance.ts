@@ -3,6 +3,7 @@ import type { Config } from './config/load.ts';
 import type { Database } from './db/index.ts';
 import type { EventListener } from './events.ts';
 import type { Logger } from './logger.ts';
+import type { Realtime } from './realtime/index.ts';
 import type { Store, Stores } from './store/index.ts';
 
 /**
@@ -19,6 +20,8 @@ export interface ServerInstance {
   db: Database;
   /** Sessions, users and the middleware: `auth.authenticate()`, `auth.registerPermissionResolver()`... */
   auth: Auth;
+  /** socket.io: `realtime.io` (rooms `user:<userId>`, `work-session:<id>`; README "Realtime"). */
+  realtime: Realtime;
   on(name: string, listener: EventListener): void;
   emit(name: string, payload: unknown): void;
 }

@@ -1,4 +1,4 @@
-import { serve, type ServerType } from '@hono/node-server';
+import { createAdaptorServer } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { createApp } from './app.ts';
@@ -9,7 +9,9 @@ import { openDatabase, type Database } from './db/index.ts';
 import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { applySeeds, loadPlugins } from './plugins/loader.ts';
+import { Realtime } from './realtime/index.ts';
+import { loadPlugins } from './plugins/loader.ts';
+import { applySeeds } from './plugins/seeds.ts';
 import type { Hono } from 'hono';
 import type { AppEnv } from './http/env.ts';
 import { allowedOrigins } from './http/origins.ts';
@@ -19,10 +21,11 @@ import { Stores } from './store/index.ts';
 export async function buildInstance(config: Config, logger: Logger, stores: Stores, db: Database): Promise<ServerInstance> {
   const events = createEvents(logger);
   const auth = await Auth.create(config, stores, db, logger);
-  return { config, logger, stores, store: stores.instance('cache'), db, auth, on: events.on, emit: events.emit };
+  const realtime = new Realtime({ config, logger, auth, db, store: stores.forRole('sessions') });
+  return { config, logger, stores, store: stores.instance('cache'), db, auth, realtime, on: events.on, emit: events.emit };
 }
 
-/** Loads the plugins, applies their seeds and builds the app (start-up and tests alike). */
+/** Loads the plugins, applies the landing seeds (app files and plugins') and builds the app (start-up and tests alike). */
 export async function appWithPlugins(instance: ServerInstance): Promise<Hono<AppEnv>> {
   const plugins = await loadPlugins(instance);
   await applySeeds(instance, plugins);
@@ -71,15 +74,27 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     throw err;
   }
 
-  const server: ServerType = await new Promise((resolve, reject) => {
-    // Slow clients (slowloris) cannot hold sockets: headers within 10 s, a whole request within
-    // 30 s, checked every second (Node's default check runs every 30 s).
-    const serverOptions = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
-    const s = serve({ fetch: app.fetch, port: config.env.port, hostname: config.env.host, serverOptions }, () => resolve(s));
-    s.once('error', reject);
-  });
-  const http = server as import('node:http').Server;
-  const { port } = server.address() as AddressInfo;
+  // Slow clients (slowloris) cannot hold sockets: headers within 10 s, a whole request within
+  // 30 s, checked every second (Node's default check runs every 30 s).
+  const serverOptions = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
+  const http = createAdaptorServer({ fetch: app.fetch, hostname: config.env.host, serverOptions }) as import('node:http').Server;
+  try {
+    // socket.io on the same server, ready before the first connection arrives.
+    await instance.realtime.attach(http);
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(config.env.port, config.env.host, () => {
+        http.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    await instance.realtime.close();
+    instance.auth.close();
+    await Promise.allSettled([stores.close(), db.close()]);
+    throw err;
+  }
+  const { port } = http.address() as AddressInfo;
   const url = `http://${config.env.host.includes(':') ? `[${config.env.host}]` : config.env.host}:${port}`;
   log.info({ url, store: stores.all().map((s) => s.name), db: db.kind }, `svc listening on ${url}`);
 
@@ -92,8 +107,12 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   const close = () =>
     (closing ??= (async () => {
       log.info('shutting down: finishing in-flight requests');
+      let realtimeClosed: Promise<void> | undefined;
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
+        // Right after refusing new connections: socket.io's connections (upgraded ones are not the
+        // HTTP server's to close) end now, and their clients reconnect to another instance.
+        realtimeClosed = instance.realtime.close();
         // Idle keep-alive sockets would hold close() open; busy ones close after their response.
         http.closeIdleConnections();
         const idle = setInterval(() => http.closeIdleConnections(), 100);
@@ -103,6 +122,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
           clearTimeout(hard);
         });
       });
+      await realtimeClosed;
       instance.auth.close();
       await Promise.allSettled([stores.close(), db.close()]);
       log.info('stopped');

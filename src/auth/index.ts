@@ -7,6 +7,7 @@ import type { AppEnv } from '../http/env.ts';
 import { AppError, forbidden } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Stores } from '../store/index.ts';
+import { AssetTokens, type AssetResolver } from './assets.ts';
 import { AccountLinks } from './oauth/accounts.ts';
 import { OAuthFlow, type OAuthLoginHandler, type ProviderTokenBlob } from './oauth/flow.ts';
 import { ProviderService } from './oauth/providers.ts';
@@ -44,6 +45,8 @@ export class Auth {
 
   /** Work sessions: guest access (CONTRACT sections 4 and 6). */
   readonly workSessions: WorkSessions;
+  /** Asset download tokens and the resolvers plugins register (CONTRACT section 6). */
+  readonly assets: AssetTokens;
   /** Provider documents (admin API). */
   readonly providers: ProviderService;
   /** The OAuth flow, pending links and provider token blobs. */
@@ -69,6 +72,9 @@ export class Auth {
     this.onSessionEnd((sid) => this.oauth.deleteBlobsOfSession(sid));
     this.totp = new TotpService(users, parts.providers.secrets);
     this.mfa = new PendingMfaLogins(parts.stores.forRole('sessions'), config);
+    this.assets = new AssetTokens(parts.stores.forRole('sessions'), config.auth.store.keyPrefix, sessions);
+    // Best effort: a session token also checks at every download that its session lives.
+    this.onSessionEnd((sid) => this.assets.endSession(sid).catch(() => {}));
     this.cookieName = config.auth.cookie.hostPrefix ? `__Host-${config.auth.cookie.name}` : config.auth.cookie.name;
   }
 
@@ -102,6 +108,14 @@ export class Auth {
 
   deleteProviderTokenBlob(namespace: string, sid: string, storeInstance?: string): Promise<void> {
     return this.oauth.deleteTokenBlob(namespace, sid, storeInstance);
+  }
+
+  /**
+   * Lets `POST /auth/asset-token` mint download tokens for asset ids starting with `prefix`; `resolver`
+   * answers whether the user may have the asset (null: 404) and, at download, its body (streamed).
+   */
+  registerAssetResolver(prefix: string, resolver: AssetResolver): void {
+    this.assets.register(prefix, resolver);
   }
 
   /** The session cookie's name: `auth.cookie.name`, with `__Host-` when `auth.cookie.hostPrefix` is on. */
@@ -214,6 +228,13 @@ export class Auth {
     });
   }
 
+  /** Runs when live sessions change (admin status), e.g. to refresh what sockets know; gets each `sid`. */
+  onSessionChange(listener: (sid: string) => Promise<void>): void {
+    this.sessions.onChange(async (hashes) => {
+      for (const sid of hashes) await listener(sid);
+    });
+  }
+
   /** Logout: ends the session behind a cookie value, if it exists. */
   async endSession(id: string): Promise<void> {
     await this.sessions.destroy(id);
@@ -305,7 +326,7 @@ export class Auth {
    * `pluginKey`; guests may only read. Usage: `onRequest: instance.auth.authenticatedOrWorksession('svc__todo')`.
    */
   authenticatedOrWorksession(pluginKey: string): MiddlewareHandler<AppEnv> {
-    return this.workSessions.authenticatedOrWorksession(pluginKey);
+    return this.workSessions.authenticatedOrWorksession(pluginKey, unauthenticatedError);
   }
 
   /**

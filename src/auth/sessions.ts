@@ -66,6 +66,7 @@ export class SessionService {
   private readonly endListeners: ((hashes: string[]) => Promise<void>)[] = [];
   /** hash -> when this instance last wrote its "last seen" (insertion order = age, for eviction). */
   private readonly seenWritten = new Map<string, number>();
+  private readonly changeListeners: ((hashes: string[]) => Promise<void>)[] = [];
 
   constructor(
     private readonly store: Store,
@@ -135,6 +136,20 @@ export class SessionService {
   async byHash(hash: string): Promise<Session | null> {
     const raw = await this.store.get(this.key(hash));
     return raw === null ? null : { ...(JSON.parse(raw) as SessionRecord), hash };
+  }
+
+  /**
+   * The record behind a hash and the milliseconds it has left without further activity (its TTL,
+   * capped by the hard end), or null when it has ended. Does not slide it. For what outlives a
+   * request (realtime sockets); two store commands, never on the request path.
+   */
+  async remaining(hash: string): Promise<{ record: SessionRecord; left: number } | null> {
+    const [raw, ttl] = await Promise.all([this.store.get(this.key(hash)), this.store.ttl(this.key(hash))]);
+    if (raw === null || ttl === -2) return null;
+    const record = JSON.parse(raw) as SessionRecord;
+    const hardLeft = this.hardEnd(record) - this.now();
+    const left = ttl === -1 ? hardLeft : Math.min(ttl * 1000, hardLeft);
+    return left > 0 ? { record, left } : null;
   }
 
   /** When a session's last moment is (epoch ms): the hard cap when sliding, the fixed expiry otherwise. */
@@ -268,6 +283,7 @@ export class SessionService {
    */
   async rewrite(userId: string, patch: { isAdmin?: boolean; totp?: boolean }): Promise<void> {
     const hashes = await this.store.sMembers(this.indexKey(userId));
+    const changed: string[] = [];
     for (const hash of hashes) {
       const raw = await this.store.get(this.key(hash));
       if (raw === null) {
@@ -277,8 +293,14 @@ export class SessionService {
       const { totp: had, ...record } = JSON.parse(raw) as SessionRecord;
       const isAdmin = patch.isAdmin ?? record.isAdmin;
       const totp = patch.totp ?? had === true;
-      await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin, ...(totp ? { totp: true } : {}) }), { xx: true, keepTtl: true });
+      if (await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin, ...(totp ? { totp: true } : {}) }), { xx: true, keepTtl: true })) changed.push(hash);
     }
+    if (changed.length) for (const listener of this.changeListeners) await listener(changed);
+  }
+
+  /** Runs after live sessions were rewritten (admin status): gets their hashes. */
+  onChange(listener: (hashes: string[]) => Promise<void>): void {
+    this.changeListeners.push(listener);
   }
 
   /** Drops index entries whose session expired, for the users this process touched. */

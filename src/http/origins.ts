@@ -92,3 +92,14 @@ export function originCheck(config: Config, logger: Logger): MiddlewareHandler<A
     await next();
   };
 }
+
+/** The origin a request reached, from its Host (and `X-Forwarded-Proto/Host` behind `trustProxy` proxies). */
+export function originFromHeaders(headers: Record<string, string | string[] | undefined>, encrypted: boolean, trustProxy: number): string | undefined {
+  const first = (name: string) => {
+    const value = headers[name];
+    return (Array.isArray(value) ? value[0] : value)?.split(',')[0]?.trim() || undefined;
+  };
+  const proto = (trustProxy > 0 ? first('x-forwarded-proto') : undefined) ?? (encrypted ? 'https' : 'http');
+  const host = (trustProxy > 0 ? first('x-forwarded-host') : undefined) ?? first('host');
+  return host ? `${proto}://${host}` : undefined;
+}

@@ -110,9 +110,12 @@ const publicHandlers = new WeakSet<object>();
 const fallbackHandlers = new WeakSet<object>();
 const COMPOSED_HANDLER = '__COMPOSED_HANDLER'; // where Hono's `route()` keeps a wrapped sub-app handler
 
-function isPublicHandler(handler: object): boolean {
-  return publicHandlers.has(handler) || publicHandlers.has((handler as Record<string, object>)[COMPOSED_HANDLER] ?? {});
+/** Whether `handler`, or the one Hono wrapped into it when mounting a sub-app, is in `set`. */
+function inSet(set: WeakSet<object>, handler: object): boolean {
+  return set.has(handler) || set.has((handler as Record<string, object>)[COMPOSED_HANDLER] ?? {});
 }
+
+const isPublicHandler = (handler: object) => inSet(publicHandlers, handler);
 
 /**
  * The one place that turns route definitions into Hono routes: hooks, then body/query/params
@@ -163,8 +166,8 @@ export function requireCaller(appMiddleware: WeakSet<object>): MiddlewareHandler
     if (!c.get('authUser') && !c.get('workSession')) {
       const routes = matchedRoutes(c).filter((r) => !appMiddleware.has(r.handler) && !fallbackHandlers.has(r.handler));
       // Routes with an `authenticatedOrWorksession` hook judge anonymous callers themselves (401
-      // `invalid_work_session` unless a valid work session is named).
-      const open = routes.some((r) => isPublicHandler(r.handler) || guestAwareHooks.has(r.handler));
+      // `unauthenticated` without the header, `invalid_work_session` for a header naming no valid one).
+      const open = routes.some((r) => isPublicHandler(r.handler) || inSet(guestAwareHooks, r.handler));
       if (routes.length > 0 && !open) throw unauthenticatedError(c);
     }
     await next();

@@ -6,7 +6,7 @@ import type { Hono } from 'hono';
 import type { AppEnv } from '../http/env.ts';
 import type { ServerInstance } from '../instance.ts';
 
-/** Compositions and interaction links a plugin contributes (SPEC.md "Landing seeds"). */
+/** Compositions and interaction links a plugin contributes (SPEC.md "Landing seeds"; applied by `seeds.ts`). */
 export interface PluginSeeds {
   compositions?: ({ _id: string } & Record<string, unknown>)[];
   interactionLinks?: ({ _id: string } & Record<string, unknown>)[];
@@ -122,18 +122,4 @@ export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugi
     }
   }
   return loaded;
-}
-
-/** Upserts the compositions and interaction links plugins contribute, by `_id`. */
-export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin[]): Promise<void> {
-  const compositions = plugins.flatMap((p) => p.seeds?.compositions ?? []);
-  const links = plugins.flatMap((p) => p.seeds?.interactionLinks ?? []);
-  if (compositions.length) {
-    const c = await instance.db.collection<{ _id: string }>('svc__core-composition');
-    for (const doc of compositions) await c.upsert(doc);
-  }
-  if (links.length) {
-    const c = await instance.db.collection<{ _id: string }>('svc__core-interactionlink');
-    for (const doc of links) await c.upsert(doc);
-  }
 }

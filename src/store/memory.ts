@@ -1,4 +1,4 @@
-import type { SetOptions, Store } from './store.ts';
+import type { SetOptions, Store, Subscription } from './store.ts';
 
 type Entry = { value: string | Set<string>; expiresAt?: number };
 
@@ -9,11 +9,14 @@ type Entry = { value: string | Set<string>; expiresAt?: number };
  */
 export class MemoryStore implements Store {
   private readonly data = new Map<string, Entry>();
+  /** Pub/sub within this process: the only process that can see this store. */
+  private readonly channels = new Map<string, Set<(message: string) => void>>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     readonly name = 'cache (embedded)',
-    private readonly now: () => number = Date.now,
+    // Read at each call (not `Date.now` captured once), so a test that moves the clock moves expiry too.
+    private readonly now: () => number = () => Date.now(),
   ) {
     this.sweeper = setInterval(() => this.sweep(), 5000).unref();
   }
@@ -139,9 +142,31 @@ export class MemoryStore implements Store {
     return typeof entry.value === 'string' ? { type: 'string', value: entry.value, ttl } : { type: 'set', value: [...entry.value], ttl };
   }
 
+  async publish(channel: string, message: string) {
+    const listeners = this.channels.get(channel);
+    if (!listeners) return;
+    // Later, not now, as a Redis subscriber would get it: the publisher finishes its own step first.
+    for (const listener of [...listeners]) setImmediate(() => listener(message));
+  }
+
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<Subscription> {
+    // One listener per subscription, even when a caller subscribes the same function twice.
+    const listener = (message: string) => onMessage(message);
+    let listeners = this.channels.get(channel);
+    if (!listeners) this.channels.set(channel, (listeners = new Set()));
+    listeners.add(listener);
+    return {
+      unsubscribe: async () => {
+        listeners.delete(listener);
+        if (listeners.size === 0 && this.channels.get(channel) === listeners) this.channels.delete(channel);
+      },
+    };
+  }
+
   async ping() {}
 
   async close() {
     clearInterval(this.sweeper);
+    this.channels.clear();
   }
 }

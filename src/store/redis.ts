@@ -1,7 +1,7 @@
 import { Redis, ReplyError, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { UnavailableError } from '../http/errors.ts';
-import type { SetOptions, Store } from './store.ts';
+import type { SetOptions, Store, Subscription } from './store.ts';
 
 /** A Redis URL with its password hidden, safe for log lines and error messages. */
 export function redactUrl(url: string): string {
@@ -33,6 +33,10 @@ export class RedisStore implements Store {
   /** Starts true: errors before the first connection are reported by `connect`, not logged. */
   private down = true;
   private lastError?: Error;
+  private readonly logger?: Logger;
+  /** The connection in subscriber mode (Redis allows nothing else on it), opened on the first `subscribe`. */
+  private subscriber?: Promise<Redis>;
+  private readonly subscriptions = new Map<string, Set<{ onMessage: (message: string) => void; onResume?: () => void }>>();
 
   constructor(opts: RedisStoreOptions) {
     this.name = opts.db ? `${opts.name}/db${opts.db}` : opts.name;
@@ -48,6 +52,7 @@ export class RedisStore implements Store {
     if (opts.password && !new URL(opts.url).password) options.password = opts.password;
     this.client = new Redis(opts.url, options);
     const log = opts.logger;
+    this.logger = log;
     let connectedOnce = false;
     this.client.on('error', (err: Error) => {
       this.lastError = err;
@@ -163,18 +168,91 @@ export class RedisStore implements Store {
     return this.run(() => this.client.smembers(key));
   }
 
+  publish(channel: string, message: string) {
+    return this.run(async () => {
+      await this.client.publish(channel, message);
+    });
+  }
+
+  /**
+   * Opens the subscriber connection once. ioredis re-subscribes by itself after a reconnect; what
+   * was published while it was away is lost, so every subscription's `onResume` runs then.
+   */
+  private openSubscriber(): Promise<Redis> {
+    this.subscriber ??= (async () => {
+      const sub = this.client.duplicate();
+      let lost = false;
+      sub.on('error', (err: Error) => {
+        if (!lost && !this.closing) this.logger?.error({ store: this.name, err: err.message }, 'store subscriber connection lost; retrying in the background');
+        lost = true;
+      });
+      sub.on('close', () => {
+        lost = true;
+      });
+      sub.on('ready', () => {
+        if (!lost) return;
+        lost = false;
+        this.logger?.info({ store: this.name }, 'store subscriber connection restored');
+        for (const set of this.subscriptions.values()) for (const s of set) s.onResume?.();
+      });
+      sub.on('message', (channel: string, message: string) => {
+        for (const s of this.subscriptions.get(channel) ?? []) s.onMessage(message);
+      });
+      try {
+        await sub.connect();
+      } catch (err) {
+        sub.disconnect();
+        this.subscriber = undefined;
+        throw new UnavailableError('store', err);
+      }
+      return sub;
+    })();
+    return this.subscriber;
+  }
+
+  async subscribe(channel: string, onMessage: (message: string) => void, onResume?: () => void): Promise<Subscription> {
+    const sub = await this.openSubscriber();
+    const entry = { onMessage, onResume };
+    let set = this.subscriptions.get(channel);
+    if (!set) {
+      this.subscriptions.set(channel, (set = new Set()));
+      try {
+        await this.run(() => sub.subscribe(channel));
+      } catch (err) {
+        this.subscriptions.delete(channel);
+        throw err;
+      }
+    }
+    set.add(entry);
+    return {
+      unsubscribe: async () => {
+        set.delete(entry);
+        if (set.size > 0 || this.subscriptions.get(channel) !== set) return;
+        this.subscriptions.delete(channel);
+        await this.run(() => sub.unsubscribe(channel)).catch(() => {}); // gone with the connection anyway
+      },
+    };
+  }
+
   ping() {
     return this.run(async () => {
       await this.client.ping();
     });
   }
 
+  private closing = false;
+
   async close() {
     this.down = true; // a deliberate close is not an outage: nothing to log
-    try {
-      await this.client.quit();
-    } catch {
-      this.client.disconnect();
+    this.closing = true;
+    const sub = await this.subscriber?.catch(() => undefined);
+    for (const client of [this.client, sub]) {
+      if (!client) continue;
+      try {
+        await client.quit();
+      } catch {
+        client.disconnect();
+      }
     }
   }
 }

@@ -11,6 +11,10 @@ export interface SetOptions {
   keepTtl?: boolean;
 }
 
+export interface Subscription {
+  unsubscribe(): Promise<void>;
+}
+
 export interface Store {
   /** Instance id (`cache`, `cachePersistent`, ...) and Redis db index, for log lines. */
   readonly name: string;
@@ -37,6 +41,18 @@ export interface Store {
   sAdd(key: string, members: string[], ttl?: number): Promise<void>;
   sRem(key: string, members: string[]): Promise<void>;
   sMembers(key: string): Promise<string[]>;
+  /**
+   * Sends `message` to every subscriber of `channel` in every process that shares this store
+   * (Redis `PUBLISH`). Fire and forget: nobody listening is not an error. Channels are names, never
+   * secrets, like keys.
+   */
+  publish(channel: string, message: string): Promise<void>;
+  /**
+   * Calls `onMessage` for each message published on `channel` from now on; resolves once the
+   * subscription is active. Delivery is at most once: a subscriber that lost its connection misses
+   * what was published meanwhile, so `onResume` runs when it is back, for the caller to catch up.
+   */
+  subscribe(channel: string, onMessage: (message: string) => void, onResume?: () => void): Promise<Subscription>;
   /** Throws UnavailableError when the store is down. */
   ping(): Promise<void>;
   close(): Promise<void>;

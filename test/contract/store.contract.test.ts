@@ -6,6 +6,15 @@ import { RedisStore } from '../../src/store/redis.ts';
 import type { Store } from '../../src/store/store.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits for a condition, generously (a busy machine delivers late, not never). */
+async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}
 const redisUrl = inject('redisUrl');
 
 /**
@@ -121,6 +130,26 @@ function storeContract(name: string, open: () => Promise<Store>) {
       expect(await store.sMembers(`${p}t`)).toEqual([]);
     });
 
+    it('publish reaches every subscriber of the channel, and nobody after unsubscribe', async () => {
+      await ready;
+      const got: string[][] = [[], [], []];
+      const [a, b, other] = await Promise.all([
+        store.subscribe(`${p}chan`, (m) => got[0]!.push(m)),
+        store.subscribe(`${p}chan`, (m) => got[1]!.push(m)),
+        store.subscribe(`${p}other`, (m) => got[2]!.push(m)),
+      ]);
+      await store.publish(`${p}chan`, 'one');
+      await store.publish(`${p}nobody-listens`, 'lost'); // not an error
+      await until(() => got[0]!.length === 1 && got[1]!.length === 1);
+      await a.unsubscribe();
+      await store.publish(`${p}chan`, 'two');
+      await until(() => got[1]!.length === 2);
+      await sleep(50);
+      expect(got).toEqual([['one'], ['one', 'two'], []]);
+      await b.unsubscribe();
+      await other.unsubscribe();
+    });
+
     it('ping answers', async () => {
       await ready;
       await expect(store.ping()).resolves.toBeUndefined();
@@ -145,6 +174,29 @@ describe.skipIf(!redisUrl)('Redis', () => {
     expect(err.message).toMatch(/cannot reach store "cache" at redis:\/\/:\*\*\*@127\.0\.0\.1:1/);
     expect(err.message).not.toContain('hunter2');
     expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('messages cross processes sharing one Redis (two stores), and a subscriber that reconnects is told to catch up', async () => {
+    const [one, two] = [new RedisStore({ url: redisUrl, name: 'cache' }), new RedisStore({ url: redisUrl, name: 'cache' })];
+    await Promise.all([one.connect(redisUrl), two.connect(redisUrl)]);
+    const channel = `svctest:${randomUUID()}:chan`;
+    const got: string[] = [];
+    let resumed = 0;
+    await two.subscribe(channel, (m) => got.push(m), () => resumed++);
+    await one.publish(channel, 'hello');
+    await until(() => got.length === 1);
+    // Drop the subscriber's socket (only ours: other suites share this Redis): ioredis reconnects and re-subscribes.
+    const sub = await (two as unknown as { subscriber: Promise<import('ioredis').Redis> }).subscriber;
+    sub.stream.destroy();
+    await until(() => resumed > 0, 10_000);
+    // Resubscribed: a new message arrives (publish until it does: the SUBSCRIBE may trail 'ready').
+    const deadline = Date.now() + 10_000;
+    while (got.length < 2 && Date.now() < deadline) {
+      await one.publish(channel, 'again');
+      await sleep(50);
+    }
+    expect(got[1]).toBe('again');
+    await Promise.all([one.close(), two.close()]);
   });
 
   it('a command on a store that went away fails with UnavailableError within 2 s', async () => {

@@ -154,10 +154,10 @@ for (const [name, openDb] of [
       expect((await alice.fetch('/svc__todo/todo/not-a-uuid')).status).toBe(400);
     });
 
-    it('refuses anonymous callers with 401', async () => {
+    it('refuses anonymous callers with 401 unauthenticated (no session, no work-session header)', async () => {
       const res = await t.fetch('/svc__todo/all');
       expect(res.status).toBe(401);
-      expect((await res.json()).error.code).toBe('invalid_work_session');
+      expect((await res.json()).error.code).toBe('unauthenticated');
     });
 
     it('a work-session guest reads the sharing user\'s items and cannot write (403 read_only_guest)', async () => {

@@ -96,6 +96,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
       return { id: user._id, email: user.email, password };
     },
     async close() {
+      await instance.realtime.close();
       instance.auth.close();
       await stores.close();
       await db.close();

@@ -1,0 +1,226 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server as HttpServer } from 'node:http';
+import type { Logger } from 'pino';
+import { Server, type Namespace, type Socket } from 'socket.io';
+import * as v from 'valibot';
+import type { Auth } from '../auth/index.ts';
+import { hashWorkSessionId, type WorkSessionDoc } from '../auth/work-sessions.ts';
+import type { Config } from '../config/load.ts';
+import type { Collection, Database, Doc } from '../db/index.ts';
+import type { AuthUser, WorkSessionGuest } from '../http/env.ts';
+import { COMPOSITION_COLLECTION } from '../plugins/seeds.ts';
+import type { Store, Subscription } from '../store/store.ts';
+import { ConnectionRegistry, type CheckResult } from './connections.ts';
+import { handshake, HandshakeError, namespacePlugin, type Caller } from './handshake.ts';
+
+/** What core puts in `socket.data`: the same identities HTTP handlers see as `c.get(...)`. */
+export interface SocketData {
+  /** A logged-in user (`c.get('authUser')`), refreshed when an admin changes the user's admin status. */
+  authUser?: AuthUser;
+  /** A work-session guest (`c.get('workSession')`), refreshed when an admin changes the work session. */
+  workSession?: WorkSessionGuest;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- plugins declare their own event maps
+type AnyEvents = Record<string, (...args: any[]) => void>;
+export type RealtimeServer = Server<AnyEvents, AnyEvents, AnyEvents, SocketData>;
+export type RealtimeSocket = Socket<AnyEvents, AnyEvents, AnyEvents, SocketData>;
+
+/** Rooms core puts sockets in, for plugins to address them. */
+export const rooms = {
+  user: (userId: string) => `user:${userId}`,
+  workSession: (workSessionId: string) => `work-session:${workSessionId}`,
+};
+
+/** What instances tell each other through the store: a subject whose sockets must end now, or be checked again. */
+const messageSchema = v.object({
+  o: v.string(),
+  s: v.pipe(v.string(), v.regex(/^(session|work-session):[0-9a-f]{64}$/)),
+  k: v.picklist(['end', 'check']),
+});
+type Message = v.InferOutput<typeof messageSchema>;
+
+/** Paths socket.io answers at: the backend path and the one a proxy forwards unstripped (as for HTTP routes). */
+export const SOCKET_PATH = '/socket.io';
+const API_SOCKET_PATH = '/api/socket.io';
+
+/**
+ * Realtime: the socket.io server of this instance. Every connection is authenticated at the
+ * handshake (a session cookie or a work session id) and tracked, so that a logout, a deactivated,
+ * expired or deleted work session closes its sockets within moments on every instance: changes are
+ * announced on the store's pub/sub channel `<keyPrefix>realtime` (hashes only, never ids), and
+ * expiry is a timer per session or work session. Plugins use `io` (rooms, events, namespaces).
+ */
+export class Realtime {
+  readonly io: RealtimeServer;
+  private readonly registry: ConnectionRegistry;
+  private readonly channel: string;
+  /** This process, so it can skip its own announcements coming back from the store. */
+  private readonly origin = randomUUID();
+  private subscription?: Subscription;
+  private compositions?: Promise<Collection<Doc>>;
+  private readonly identify: (socket: Socket) => Promise<Caller>;
+  /** What to do with each admitted socket once its namespace connects it. */
+  private readonly pending = new WeakMap<Socket, () => void>();
+
+  constructor(private readonly deps: { config: Config; logger: Logger; auth: Auth; db: Database; store: Store }) {
+    const { config, logger, auth } = deps;
+    this.registry = new ConnectionRegistry(logger);
+    this.channel = `${config.auth.store.keyPrefix}realtime`;
+    this.identify = handshake(auth, config);
+    this.io = new Server({
+      path: SOCKET_PATH,
+      serveClient: false, // frontends bundle socket.io-client
+      ...(config.env.frontendUrls.length ? { cors: { origin: config.env.frontendUrls, credentials: true } } : {}),
+    });
+    // Every namespace, the main one and those plugins create, admits only authenticated sockets.
+    this.guard(this.io.of('/'));
+    this.io.on('new_namespace', (nsp: Namespace) => this.guard(nsp));
+
+    auth.onSessionEnd(async (hash) => this.announce({ s: `session:${hash}`, k: 'end' }));
+    auth.onSessionChange(async (hash) => this.announce({ s: `session:${hash}`, k: 'check' }));
+    auth.workSessions.onChange(async (id) => this.announce({ s: `work-session:${hashWorkSessionId(id)}`, k: 'check' }));
+  }
+
+  /**
+   * Attaches socket.io to the HTTP server at `/socket.io` and `/api/socket.io`, after subscribing
+   * to the announcements of other instances (a socket must never exist unsubscribed).
+   */
+  async attach(http: HttpServer): Promise<void> {
+    this.subscription = await this.deps.store.subscribe(
+      this.channel,
+      (raw) => this.receive(raw),
+      () => void this.registry.recheckAll(),
+    );
+    this.io.attach(http);
+    // socket.io serves one path; requests a proxy forwarded with `/api` kept are renamed before it looks.
+    const unprefix = (req: IncomingMessage) => {
+      if (req.url?.startsWith(`${API_SOCKET_PATH}/`)) req.url = req.url.slice(API_SOCKET_PATH.length - SOCKET_PATH.length);
+    };
+    http.prependListener('request', unprefix);
+    http.prependListener('upgrade', unprefix);
+  }
+
+  /** Closes every socket and stops listening to other instances (graceful shutdown). */
+  async close(): Promise<void> {
+    this.registry.clear();
+    // At once (the caller stops accepting connections meanwhile): clients see their transport close
+    // and reconnect, to another instance behind the load balancer.
+    (this.io.engine as { close(): void } | undefined)?.close();
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    await subscription?.unsubscribe().catch(() => {});
+  }
+
+  /**
+   * The handshake, on one namespace; what it admits is tracked once connected (a later middleware
+   * of a plugin may still refuse the socket: then there is nothing to track and no room to leave).
+   */
+  private guard(nsp: Namespace): void {
+    nsp.use((socket, next) => {
+      this.admit(socket, Date.now()).then(
+        (onConnected) => {
+          this.pending.set(socket, onConnected);
+          next();
+        },
+        (err: unknown) => {
+          if (err instanceof HandshakeError) return next(err);
+          this.deps.logger.error({ err }, 'realtime: handshake failed');
+          next(new HandshakeError('internal_error', 'Something went wrong on our side'));
+        },
+      );
+    });
+    // Registered when the namespace is made, so before any listener of a plugin.
+    nsp.on('connection', (socket) => {
+      this.pending.get(socket)?.();
+      this.pending.delete(socket);
+    });
+  }
+
+  /** Proves who the socket is; returns what to do once it is connected: rooms, tracking, `joinConfirmation`. */
+  private async admit(socket: Socket, startedAt: number): Promise<() => void> {
+    const caller = await this.identify(socket);
+    if (caller.kind === 'session') {
+      const { session } = caller;
+      socket.data = { authUser: { userId: session.userId, isAdmin: session.isAdmin, provider: session.provider } } satisfies SocketData;
+      const check = async (): Promise<CheckResult> => {
+        const live = await this.deps.auth.sessions.remaining(session.hash);
+        if (!live) return { valid: false, code: 'unauthenticated' };
+        const { userId, isAdmin, provider } = live.record;
+        // An admin tag removed or added applies to the sockets too (as to the next request).
+        return { valid: true, until: Date.now() + live.left, refresh: (s) => ((s.data = { authUser: { userId, isAdmin, provider } }), true) };
+      };
+      return () => {
+        socket.join(rooms.user(session.userId));
+        this.registry.add(`session:${session.hash}`, socket, check, session.expiresAt, startedAt);
+      };
+    }
+    const doc = caller.workSession;
+    socket.data = { workSession: guestOf(doc) } satisfies SocketData;
+    const composition = socket.nsp.name === '/' ? await this.composition(doc.composition) : undefined;
+    const check = async (): Promise<CheckResult> => {
+      const fresh = await this.deps.auth.workSessions.valid(doc._id);
+      if (!fresh) return { valid: false, code: 'invalid_work_session' };
+      return {
+        valid: true,
+        until: expiryOf(fresh),
+        refresh: (s) => {
+          const plugin = namespacePlugin(s);
+          if (plugin !== undefined && !Object.hasOwn(fresh.pluginData, plugin)) return false;
+          s.data = { workSession: guestOf(fresh) };
+          return true;
+        },
+      };
+    };
+    return () => {
+      socket.join(rooms.workSession(doc._id));
+      this.registry.add(`work-session:${hashWorkSessionId(doc._id)}`, socket, check, expiryOf(doc), startedAt);
+      // SPEC.md "Events": the guest's work session and the composition it opens.
+      if (composition !== undefined) socket.emit('joinConfirmation', { workSessionId: doc._id, composition });
+    };
+  }
+
+  private async composition(id: string | null | undefined): Promise<Doc | null> {
+    if (!id) return null;
+    this.compositions ??= this.deps.db.collection<Doc>(COMPOSITION_COLLECTION);
+    return (await this.compositions).findOne({ _id: id });
+  }
+
+  /** Acts on an announcement here, then tells the other instances. A store outage only costs them the news. */
+  private async announce(message: Omit<Message, 'o'>): Promise<void> {
+    this.handle(message);
+    try {
+      await this.deps.store.publish(this.channel, JSON.stringify({ ...message, o: this.origin }));
+    } catch (err) {
+      this.deps.logger.warn({ err: (err as Error).message }, 'realtime: cannot tell the other instances; their sockets are checked when their store connection recovers');
+    }
+  }
+
+  private receive(raw: string): void {
+    let parsed: v.SafeParseResult<typeof messageSchema>;
+    try {
+      parsed = v.safeParse(messageSchema, JSON.parse(raw));
+    } catch {
+      return;
+    }
+    if (!parsed.success) {
+      this.deps.logger.warn('realtime: ignored a malformed message on the pub/sub channel');
+      return;
+    }
+    if (parsed.output.o !== this.origin) this.handle(parsed.output);
+  }
+
+  private handle(message: Omit<Message, 'o'>): void {
+    this.registry.note(message.s);
+    if (message.k === 'end') this.registry.end(message.s, 'unauthenticated');
+    else void this.registry.recheck(message.s);
+  }
+}
+
+function guestOf(doc: WorkSessionDoc): WorkSessionGuest {
+  return { id: doc._id, pluginData: doc.pluginData, composition: doc.composition ?? null };
+}
+
+function expiryOf(doc: WorkSessionDoc): number | undefined {
+  return doc.expiresAt === null ? undefined : Date.parse(doc.expiresAt);
+}

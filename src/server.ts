@@ -1,4 +1,5 @@
 import { createAdaptorServer } from '@hono/node-server';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { createApp } from './app.ts';
@@ -76,7 +77,27 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
 
   // Slow clients (slowloris) cannot hold sockets: headers within 10 s, a whole request within
   // 30 s, checked every second (Node's default check runs every 30 s).
-  const serverOptions = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
+  let shuttingDown = false;
+  /**
+   * Once shutting down, every answer tells its keep-alive client to close (`Connection: close`), and
+   * the connection ends after it: requests the client would send on the old connection would
+   * otherwise race its close (a reset). Decided when the answer's head is written, not when its request
+   * arrived, so answers to requests that were in flight at the signal close their connection too (left
+   * open, it would be closed as idle right after the answer, racing the client's next request on it).
+   */
+  class ShutdownAwareResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+    override writeHead(statusCode: number, ...rest: unknown[]): this {
+      if (shuttingDown) this.shouldKeepAlive = false;
+      return Reflect.apply(super.writeHead, this, [statusCode, ...rest]) as this;
+    }
+  }
+  const serverOptions = {
+    headersTimeout: 10_000,
+    requestTimeout: 30_000,
+    keepAliveTimeout: 5_000,
+    connectionsCheckingInterval: 1_000,
+    ServerResponse: ShutdownAwareResponse,
+  };
   const http = createAdaptorServer({ fetch: app.fetch, hostname: config.env.host, serverOptions }) as import('node:http').Server;
   try {
     // socket.io on the same server, ready before the first connection arrives.
@@ -99,13 +120,9 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   log.info({ url, store: stores.all().map((s) => s.name), db: db.kind }, `svc listening on ${url}`);
 
   let closing: Promise<void> | undefined;
-  // Once shutting down, every response tells keep-alive clients to close: requests they would send
-  // on the old connection would otherwise race the socket's end (a reset).
-  http.prependListener('request', (_req, res) => {
-    if (closing) res.setHeader('Connection', 'close');
-  });
   const close = () =>
     (closing ??= (async () => {
+      shuttingDown = true;
       log.info('shutting down: finishing in-flight requests');
       let realtimeClosed: Promise<void> | undefined;
       await new Promise<void>((resolve) => {

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { PROVIDER_ID } from '../../src/auth/oauth/providers.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
 import { AppError, notFound } from '../../src/http/errors.ts';
 import { defineRoute } from '../../src/http/route.ts';
@@ -97,7 +98,7 @@ export const listConnectedAccounts = ({ auth }: ServerInstance) =>
     handler: async (c) => c.json({ items: await auth.accounts.listFor(c.get('authUser')!.userId) }),
   });
 
-const PROVIDER_ID = v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a provider id'));
+const providerParam = v.pipe(v.string(), v.regex(PROVIDER_ID, 'must be a provider id'));
 
 /**
  * `POST /auth/oauth/:provider/link`: the authorization URL that connects an identity of that
@@ -113,7 +114,7 @@ export const startConnect = ({ auth }: ServerInstance) =>
       summary: 'Connect an OAuth account to yours',
       description: 'Answers `{"authorizationUrl"}`: send the browser there. The state is bound to this browser and to you.',
       tags,
-      params: v.strictObject({ provider: PROVIDER_ID }),
+      params: v.strictObject({ provider: providerParam }),
     },
     handler: async (c, { params }) => {
       let authorizationUrl: string;
@@ -138,7 +139,7 @@ export const disconnectAccount = ({ auth }: ServerInstance) =>
       summary: 'Disconnect one of your OAuth accounts',
       description: '409 `last_login_method` when it is your only way to log in.',
       tags,
-      params: v.strictObject({ provider: PROVIDER_ID, providerAccountId: v.pipe(v.string(), v.minLength(1), v.maxLength(256)) }),
+      params: v.strictObject({ provider: providerParam, providerAccountId: v.pipe(v.string(), v.minLength(1), v.maxLength(256)) }),
     },
     handler: async (c, { params }) => {
       await auth.disconnect(c.get('authUser')!.userId, params.provider, params.providerAccountId);

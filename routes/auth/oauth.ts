@@ -4,6 +4,7 @@ import { timingSafeEqual } from 'node:crypto';
 import * as v from 'valibot';
 import { OAuthFlowError } from '../../src/auth/oauth/client.ts';
 import { RETURN_TO_CSRF_COOKIE } from '../../src/auth/oauth/flow.ts';
+import { PROVIDER_ID } from '../../src/auth/oauth/providers.ts';
 import { AppError } from '../../src/http/errors.ts';
 import { printable } from '../../src/http/origins.ts';
 import type { AppEnv } from '../../src/http/env.ts';
@@ -11,7 +12,6 @@ import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 
 const tags = ['oauth'];
-const PROVIDER_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 const sameToken = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 

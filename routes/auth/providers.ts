@@ -2,12 +2,12 @@ import * as arctic from 'arctic';
 import * as v from 'valibot';
 import { catalog, discoverArcticProviders } from '../../src/auth/oauth/catalog.ts';
 import { OIDC_DEFAULT_SCOPES } from '../../src/auth/oauth/oidc-client.ts';
-import { createProviderSchema, defaultTrustEmailVerified, patchProviderSchema, toPublicProvider } from '../../src/auth/oauth/providers.ts';
+import { createProviderSchema, defaultTrustEmailVerified, patchProviderSchema, PROVIDER_ID, toPublicProvider } from '../../src/auth/oauth/providers.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 
 const tags = ['oauth admin'];
-const providerParams = v.object({ id: v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a providerId')) });
+const providerParams = v.object({ id: v.pipe(v.string(), v.regex(PROVIDER_ID, 'must be a providerId')) });
 
 /** `GET /auth/available-providers`: every built-in provider arctic exports (found at run time), the OpenID template, custom templates. */
 export const availableProviders = ({ auth, config }: ServerInstance) =>

@@ -11,6 +11,9 @@ import type { Profile } from './profile.ts';
 import { isHostName, isProviderUrlKey, providerUrlProblem } from './provider-urls.ts';
 import { SecretBox } from './secrets.ts';
 
+/** A provider id (`providerId`, the `:provider` and `:id` path segments): kebab-case, at most 64 characters. */
+export const PROVIDER_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
 export const PROVIDER_COLLECTION = 'svc__core-oauthprovider';
 
 const url = v.pipe(v.string(), v.maxLength(2048), v.url('must be a URL'));
@@ -47,7 +50,7 @@ export type ProviderConfig = v.InferOutput<typeof providerConfigSchema>;
 const scopes = v.pipe(v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.regex(/^\S+$/, 'must not contain spaces'))), v.maxLength(50));
 
 export const createProviderSchema = v.strictObject({
-  providerId: v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a kebab-case id')),
+  providerId: v.pipe(v.string(), v.regex(PROVIDER_ID, 'must be a kebab-case id')),
   type: v.picklist(['arctic', 'custom', 'oidc']),
   label: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(100))),
   clientId: v.pipe(v.string(), v.minLength(1), v.maxLength(512)),

@@ -4,7 +4,7 @@ import { changeOwnPassword, disconnectAccount, endOwnSession, listConnectedAccou
 import { downloadAsset, downloadSessionAsset, mintAssetToken } from './auth/assets.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
-import { oauthCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
+import { oauthCallback, oauthFormPostCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
 import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
 import { login, logout, logoutAll, session } from './auth/session.ts';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './auth/users.ts';
@@ -38,6 +38,7 @@ const factories = [
   returnTo,
   oauthStart,
   oauthCallback,
+  oauthFormPostCallback,
   getPendingLink,
   confirmLink,
   declineLink,

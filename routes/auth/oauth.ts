@@ -121,3 +121,40 @@ export const oauthCallback = (instance: ServerInstance) =>
     schema: { summary: 'OAuth callback (the provider redirects here)', tags },
     handler: redirectStep(instance, (c, providerId) => instance.auth.oauth.callback(c, providerId)),
   });
+
+/** What a `response_mode=form_post` callback may carry; bounded like any other input. */
+const formPostFields = v.object({
+  state: v.pipe(v.string(), v.minLength(1), v.maxLength(512)),
+  code: v.optional(v.pipe(v.string(), v.maxLength(4096))),
+  error: v.optional(v.pipe(v.string(), v.maxLength(256))),
+  user: v.optional(v.pipe(v.string(), v.maxLength(4096))),
+  iss: v.optional(v.pipe(v.string(), v.maxLength(512))),
+});
+
+/**
+ * `POST /auth/oauth/:provider/callback`: the form_post callback (Sign in with Apple). It keeps the
+ * posted fields and answers 303 to the GET callback, which completes the login in the browser that
+ * holds the state cookie (`OAuthFlow.formPost` says why). The only POST that the Origin check lets
+ * through from another site (`originCheck`): it changes nothing on its own.
+ */
+export const oauthFormPostCallback = (instance: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/oauth/:provider/callback',
+    config: { public: true },
+    schema: {
+      summary: 'OAuth callback with response_mode=form_post (redirects to the GET callback)',
+      description: 'Body `application/x-www-form-urlencoded` with `state` and `code` (or `error`), and Apple\'s `user` on a first login. Answers 303 to `?state=`.',
+      tags,
+    },
+    handler: async (c) => {
+      const providerId = c.req.param('provider') ?? '';
+      if (!(c.req.header('content-type') ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded')) {
+        throw new AppError(415, 'unsupported_media_type', 'The form_post callback must be application/x-www-form-urlencoded');
+      }
+      const parsed = v.safeParse(formPostFields, Object.fromEntries(new URLSearchParams(await c.req.text())));
+      if (!parsed.success || !PROVIDER_ID.test(providerId)) return failure(c, new OAuthFlowError('invalid_state', 'the form_post callback has no valid state'), instance);
+      c.header('Cache-Control', 'no-store');
+      return c.redirect(await instance.auth.oauth.formPost(parsed.output), 303);
+    },
+  });

@@ -58,6 +58,12 @@ function refusalLog(logger: Logger, allowed: string[]) {
 }
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/**
+ * The form_post OAuth callback (Sign in with Apple) is posted by the provider's page, from its origin.
+ * It changes nothing by itself: it keeps the fields and redirects to the GET callback, which needs the
+ * browser's state cookie (`OAuthFlow.formPost`).
+ */
+const FORM_POST_CALLBACK = /^(?:\/api)?\/auth\/oauth\/[^/]+\/callback$/;
 
 /**
  * CSRF (CONTRACT section 3, **beyond**): a state-changing request whose `Origin` is neither allowed
@@ -77,7 +83,7 @@ export function originCheck(config: Config, logger: Logger): MiddlewareHandler<A
   const logRefusal = refusalLog(logger, list);
   return async function originCheck(c, next) {
     const origin = c.req.header('origin');
-    if (origin && UNSAFE.has(c.req.method) && !allowed.has(origin)) {
+    if (origin && UNSAFE.has(c.req.method) && !allowed.has(origin) && !(c.req.method === 'POST' && FORM_POST_CALLBACK.test(c.req.path))) {
       const own = requestOrigin(c, trustProxy);
       if (origin === 'null' || origin !== own) {
         const shown = printable(origin);

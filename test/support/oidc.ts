@@ -370,6 +370,22 @@ export class Browser {
    * consent) until it redirects back to svc; returns that callback URL (not followed).
    */
   async authorize(authorizeUrl: URL, opts: AuthorizeOptions): Promise<URL> {
+    const back = await this.walk(authorizeUrl, opts);
+    if (!(back instanceof URL)) throw new Error('the IdP answered with a form_post page, not a redirect');
+    return back;
+  }
+
+  /**
+   * The same walk for `response_mode=form_post`: returns the form the IdP's last page would post to
+   * svc (its action and fields), not submitted.
+   */
+  async authorizeFormPost(authorizeUrl: URL, opts: AuthorizeOptions): Promise<{ action: URL; fields: URLSearchParams }> {
+    const back = await this.walk(authorizeUrl, opts);
+    if (back instanceof URL) throw new Error(`the IdP redirected to ${back.pathname} instead of answering a form_post page`);
+    return back;
+  }
+
+  private async walk(authorizeUrl: URL, opts: AuthorizeOptions): Promise<URL | { action: URL; fields: URLSearchParams }> {
     let url = authorizeUrl;
     let init: { method: string; body?: URLSearchParams } = { method: 'GET' };
     for (let hop = 0; hop < 20; hop++) {
@@ -388,15 +404,21 @@ export class Browser {
       }
       const html = await res.text();
       const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+      const target = action ? new URL(action.replace(/&amp;/g, '&'), url) : null;
+      if (res.status === 200 && target?.origin === this.svcOrigin) {
+        // A form_post answer: hidden inputs, posted to svc by the page's script.
+        const fields = new URLSearchParams();
+        for (const input of html.matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)) fields.append(input[1]!, input[2]!.replace(/&amp;/g, '&'));
+        return { action: target, fields };
+      }
       const prompt = /name="prompt" value="([a-z]+)"/.exec(html)?.[1];
-      if (res.status !== 200 || !action || !prompt) throw new Error(`the IdP answered ${res.status} at ${url.pathname}: ${html.slice(0, 600)}`);
-      const submit = new URL(action.replace(/&amp;/g, '&'), url);
+      if (res.status !== 200 || !target || !prompt) throw new Error(`the IdP answered ${res.status} at ${url.pathname}: ${html.slice(0, 600)}`);
       if (opts.abort) {
-        url = new URL(`${submit.pathname}/abort`, submit);
+        url = new URL(`${target.pathname}/abort`, target);
         init = { method: 'GET' };
         continue;
       }
-      url = submit;
+      url = target;
       init = {
         method: 'POST',
         body: new URLSearchParams(prompt === 'login' ? { prompt, login: opts.login, password: opts.password ?? 'any password' } : { prompt }),

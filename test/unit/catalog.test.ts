@@ -224,9 +224,11 @@ function fakeHttp(routes: Record<string, unknown>, statuses: Record<string, numb
 }
 
 /** What the flow does with an entry's source (catalog-types.ts): GET with the bearer token, the id_token, or the custom fetch. */
-async function resolveProfile(entry: CatalogEntry, tokens: arctic.OAuth2Tokens, http: typeof fetch, config: Record<string, unknown> = {}): Promise<Profile> {
+async function resolveProfile(entry: CatalogEntry, tokens: arctic.OAuth2Tokens, http: typeof fetch, config: Record<string, unknown> = {}, callback = new URLSearchParams()): Promise<Profile> {
   const source = entry.userInfo;
   if (source.kind === 'custom') return (await source.fetch(tokens, config, http)).profile;
+  // The signature, issuer, audience and nonce checks are proven against a real OpenID provider (test/e2e/apple.test.ts).
+  if (source.kind === 'verifiedIdToken') return source.map(arctic.decodeIdToken(tokens.idToken()) as Record<string, unknown>, callback);
   if (source.kind === 'idToken') return (source.map ?? mapUserInfo)(arctic.decodeIdToken(tokens.idToken()) as Record<string, unknown>);
   const url = typeof source.url === 'function' ? source.url(config) : source.url;
   const res = await http(url, { headers: { Authorization: `Bearer ${tokens.accessToken()}`, ...source.headers } });
@@ -382,5 +384,21 @@ describe('user-info mappings', () => {
       name: undefined,
       avatarUrl: undefined,
     });
+  });
+
+  it('Apple: the name from the form_post `user` field (first login only); its email is ignored, a malformed one costs only the name', async () => {
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const idToken = `${b64({ alg: 'ES256', kid: 'k' })}.${b64({ iss: 'https://appleid.apple.com', sub: '001234.abcdef.1234', email: 'ada@example.com', email_verified: true })}.sig`;
+    const user = JSON.stringify({ name: { firstName: 'Ada', lastName: 'Lovelace' }, email: 'mallory@example.com' });
+    const apple = catalogEntry('apple')!;
+    expect(await resolveProfile(apple, tokens({ id_token: idToken }), fakeHttp({}).fetch, {}, new URLSearchParams({ user }))).toEqual({
+      id: '001234.abcdef.1234',
+      email: 'ada@example.com',
+      emailVerified: true,
+      name: 'Ada Lovelace',
+      avatarUrl: undefined,
+    });
+    const broken = await resolveProfile(apple, tokens({ id_token: idToken }), fakeHttp({}).fetch, {}, new URLSearchParams({ user: '{not json' }));
+    expect(broken).toMatchObject({ id: '001234.abcdef.1234', email: 'ada@example.com', name: undefined });
   });
 });

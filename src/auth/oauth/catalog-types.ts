@@ -27,6 +27,12 @@ export type UserInfoSource =
     }
   /** Claims of the id_token (OpenID Connect); through `map` (default: the generic mapping). */
   | { kind: 'idToken'; map?: (claims: Record<string, unknown>) => Profile }
+  /**
+   * Claims of an id_token that svc verifies itself (signature against `jwksUri`, `iss`, `aud`, `exp`,
+   * and a `nonce` it sends): for providers with no userinfo endpoint (Apple). `map` also sees every
+   * parameter of the callback (Apple posts the user's name there, on the first login only).
+   */
+  | { kind: 'verifiedIdToken'; issuer: string; jwksUri: string; map: (claims: Record<string, unknown>, callback: URLSearchParams) => Profile }
   /** Anything else (several calls, POST, ...): returns the raw JSON and the profile. */
   | {
       kind: 'custom';

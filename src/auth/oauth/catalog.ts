@@ -202,9 +202,12 @@ export const catalog: CatalogEntry[] = [
     ),
   },
   {
-    // No userinfo endpoint: the id_token carries `sub`, `email`, `email_verified`. The client
-    // secret is a JWT arctic signs with the .p8 key (kept in `clientSecret`). Apple requires
-    // `response_mode=form_post` when scopes are requested: the callback then arrives as a POST.
+    // Sign in with Apple (developer.apple.com/documentation/sign_in_with_apple, checked 2026-11-24).
+    // No userinfo endpoint: the id_token carries `sub`, `email`, `email_verified`; svc verifies it
+    // against Apple's key set with the nonce it sent. The client secret is a JWT arctic signs with the
+    // .p8 key (kept in `clientSecret`). Apple requires `response_mode=form_post` when scopes are
+    // requested: the callback is then a cross-site POST (see `OAuthFlow.formPost`), and the user's
+    // name arrives in its `user` field on the first login only, never again.
     id: 'apple',
     className: 'Apple',
     label: 'Apple',
@@ -217,7 +220,22 @@ export const catalog: CatalogEntry[] = [
         if (list(scopes).length > 0) url.searchParams.set('response_mode', 'form_post');
         return url;
       }),
-    userInfo: { kind: 'idToken' },
+    userInfo: {
+      kind: 'verifiedIdToken',
+      issuer: 'https://appleid.apple.com',
+      jwksUri: 'https://appleid.apple.com/auth/keys',
+      map: (claims, callback) => {
+        let user: Json = {};
+        try {
+          user = obj(JSON.parse(callback.get('user') ?? '{}'));
+        } catch {
+          // A malformed `user` field only costs the name; the identity is the verified id_token.
+        }
+        const name = obj(user.name);
+        // Only the name is taken from `user`: it is not signed, the email is the id_token's.
+        return profile({ id: claims.sub, email: claims.email, emailVerified: claims.email_verified === true || claims.email_verified === 'true', name: joinName(name.firstName, name.lastName) });
+      },
+    },
   },
   {
     id: 'atlassian',

@@ -3,6 +3,7 @@ import { decodeIdToken, OAuth2Client, type OAuth2Tokens } from 'arctic';
 import type { ArcticClient, CatalogEntry } from './catalog-types.ts';
 import { catalogEntry } from './catalog.ts';
 import { oidcClient } from './oidc-client.ts';
+import { verifyIdToken } from './id-token.ts';
 import type { OidcIssuers } from './oidc-issuers.ts';
 import { mapUserInfo, type Profile } from './profile.ts';
 import { trustsEmailOf, type ProviderDoc } from './providers.ts';
@@ -77,6 +78,9 @@ function customClient(doc: ProviderDoc, secret: string): ProviderClient {
   };
 }
 
+/** What `exchange` verified for these tokens (providers whose id_token svc checks itself). */
+const verified = new WeakMap<OAuth2Tokens, { claims: Record<string, unknown>; callback: URLSearchParams }>();
+
 function builtinClient(doc: ProviderDoc, secret: string, entry: CatalogEntry): ProviderClient {
   const Class = (arctic as unknown as Record<string, new (...args: never[]) => ArcticClient>)[entry.className];
   if (!Class) throw new Error(`arctic does not export ${entry.className}`);
@@ -87,12 +91,29 @@ function builtinClient(doc: ProviderDoc, secret: string, entry: CatalogEntry): P
   const pkce = entry.pkce !== 'none';
   const scheme = doc.config.userInfoAuthorizationScheme ?? 'Bearer';
   const source = entry.userInfo;
+  const checksIdToken = source.kind === 'verifiedIdToken';
   return {
     pkce,
-    authorizationUrl: (state, verifier) =>
-      withScopes(pkce ? client.createAuthorizationURL(state, verifier, doc.scopes) : client.createAuthorizationURL(state, doc.scopes), doc.scopes),
-    exchange: (code, verifier) => (pkce ? client.validateAuthorizationCode(code, verifier) : client.validateAuthorizationCode(code)),
+    nonce: checksIdToken,
+    authorizationUrl: (state, verifier, nonce) => {
+      const url = withScopes(pkce ? client.createAuthorizationURL(state, verifier, doc.scopes) : client.createAuthorizationURL(state, doc.scopes), doc.scopes);
+      if (checksIdToken && nonce) url.searchParams.set('nonce', nonce);
+      return url;
+    },
+    async exchange(code, verifier, callback) {
+      const tokens = await (pkce ? client.validateAuthorizationCode(code, verifier) : client.validateAuthorizationCode(code));
+      if (source.kind === 'verifiedIdToken') {
+        const claims = await verifyIdToken(tokens.idToken(), { issuer: source.issuer, jwksUri: source.jwksUri, audience: doc.clientId, nonce: callback?.nonce ?? null });
+        verified.set(tokens, { claims, callback: callback?.params ?? new URLSearchParams() });
+      }
+      return tokens;
+    },
     async userInfo(tokens) {
+      if (source.kind === 'verifiedIdToken') {
+        const checked = verified.get(tokens);
+        if (!checked) throw new Error('no verified id_token for these tokens');
+        return { raw: checked.claims, profile: source.map(checked.claims, checked.callback) };
+      }
       if (source.kind === 'idToken') {
         const raw = decodeIdToken(tokens.idToken()) as Record<string, unknown>;
         return { raw, profile: (source.map ?? mapUserInfo)(raw) };

@@ -26,6 +26,17 @@ export const MFA_RETURN_PATH = '/login?mfa=totp';
 export const PENDING_LINK_COOKIE = 'svc_pending_link';
 const STATE_TTL = 600;
 const PENDING_LINK_TTL = 900;
+/** A form_post callback's fields wait this long for the browser's GET that follows the 303. */
+const FORM_POST_TTL = 120;
+
+/** The fields a `response_mode=form_post` callback carries (Apple: `code`, `state`, `user`, or `error`). */
+export interface FormPostFields {
+  state: string;
+  code?: string;
+  error?: string;
+  user?: string;
+  iss?: string;
+}
 
 /** What the store keeps per started login, under `oauth-state:<sha256(state)>`. */
 interface StateRecord {
@@ -162,9 +173,37 @@ export class OAuthFlow {
     return url.toString();
   }
 
+  /**
+   * `POST /auth/oauth/:provider/callback` (`response_mode=form_post`, Sign in with Apple): the
+   * provider's page posts the result cross-site, so the browser leaves out the SameSite=Lax state
+   * cookie and the POST alone cannot tell whose login this is. It changes nothing: it keeps the fields
+   * for 120 s under the hash of their state (only for a state svc issued) and answers the redirect to
+   * the same callback as a GET with only `?state=`. That GET is a top-level navigation, which carries
+   * the Lax cookie, and completes the login exactly like a query-mode callback. The code and the
+   * user's name never appear in a URL, and the state cookie never needs `SameSite=None`.
+   */
+  async formPost(fields: FormPostFields): Promise<string> {
+    const key = sha256(fields.state);
+    if (await this.stateStore.get(`${this.prefix}oauth-state:${key}`)) {
+      await this.stateStore.set(`${this.prefix}oauth-form-post:${key}`, JSON.stringify(fields), { ttl: FORM_POST_TTL });
+    }
+    // Query-only relative reference: the same path, whatever prefix a proxy put in front (`/api`).
+    return `?${new URLSearchParams({ state: fields.state })}`;
+  }
+
+  /** The callback's parameters: its query, or the fields a form_post callback left for this state. */
+  private async callbackParams(c: Context<AppEnv>): Promise<URLSearchParams> {
+    const params = new URL(c.req.url).searchParams;
+    const state = params.get('state');
+    if (!state || params.has('code') || params.has('error')) return params;
+    const posted = await this.stateStore.getDel(`${this.prefix}oauth-form-post:${sha256(state)}`);
+    return posted ? new URLSearchParams(JSON.parse(posted) as Record<string, string>) : params;
+  }
+
   /** `GET /auth/oauth/:provider/callback`: returns the path to redirect to; throws OAuthFlowError. */
   async callback(c: Context<AppEnv>, providerId: string): Promise<string> {
-    const { state, code, error } = c.req.query();
+    const params = await this.callbackParams(c);
+    const [state, code, error] = ['state', 'code', 'error'].map((name) => params.get(name) ?? undefined);
     const bound = getCookie(c, STATE_COOKIE);
     this.clearCookie(c, STATE_COOKIE);
     // Consume the state first, whatever happens next: a state is good for one callback only.
@@ -182,7 +221,7 @@ export class OAuthFlow {
     let tokens: OAuth2Tokens;
     try {
       // OpenID providers verify the id_token here (signature, iss, aud, exp, nonce): a failure is a failed exchange.
-      tokens = await client.exchange(code, record.codeVerifier, { nonce: record.nonce ?? null, params: new URL(c.req.url).searchParams });
+      tokens = await client.exchange(code, record.codeVerifier, { nonce: record.nonce ?? null, params });
     } catch (err) {
       throw new OAuthFlowError('token_exchange_failed', `code exchange failed: ${(err as Error).message}`, { cause: err });
     }

@@ -36,7 +36,8 @@ export interface EnvConfig {
   hideSecrets: boolean;
 }
 
-export interface Config extends FileConfig {
+export interface Config extends Omit<FileConfig, 'auth'> {
+  auth: Omit<FileConfig['auth'], 'store'> & { store: { keyPrefix: string } };
   env: EnvConfig;
   /** Which file the config came from, if any (for log lines). */
   source?: string;
@@ -226,6 +227,16 @@ function templateUrlProblems(templates: CustomTemplate[], allowInsecure: boolean
 }
 
 /**
+ * Each app its own key namespace on a shared store, unless its config names one: two apps on one host
+ * already need distinct cookie names (SPEC.md migration step 2), so the cookie name is the app's name.
+ * The app with the default cookie (`sid_app`) keeps SPEC.md's `auth:`; any other app gets
+ * `auth:<cookie name>:` (`auth:sid_workbench:`), so neither accepts, lists or ends the other's sessions.
+ */
+export function defaultKeyPrefix(cookieName: string): string {
+  return cookieName === 'sid_app' ? 'auth:' : `auth:${cookieName}:`;
+}
+
+/**
  * Reads the app config file (if any) and the environment, validates both and applies SPEC.md's
  * defaults. Throws ConfigError naming every wrong key, so start-up fails before anything listens.
  */
@@ -241,10 +252,12 @@ export async function loadConfig(
   if (!parsed.success) {
     throw new ConfigError(`${where} is not valid:\n  ${describeIssues(parsed.issues).join('\n  ')}`);
   }
-  const config: Config = { ...parsed.output, env, source };
+  const { auth } = parsed.output;
+  const config: Config = { ...parsed.output, auth: { ...auth, store: { keyPrefix: auth.store.keyPrefix ?? '' } }, env, source };
   const urlProblems = templateUrlProblems(config.auth.providers.custom, env.allowInsecureProviderUrls);
   if (urlProblems.length) throw new ConfigError(`${where} is not valid:\n  ${urlProblems.join('\n  ')}`);
   if (env.cookieName) config.auth.cookie.name = env.cookieName;
+  config.auth.store.keyPrefix ||= defaultKeyPrefix(config.auth.cookie.name);
   if (config.auth.cookie.sameSite === 'none' && !config.auth.cookie.secure) {
     throw new ConfigError('auth.cookie: sameSite "none" requires secure: true (browsers drop such cookies)');
   }

@@ -43,7 +43,8 @@ export const configSchema = v.strictObject({
         }),
         {},
       ),
-      store: v.optional(v.strictObject({ keyPrefix: v.optional(v.string(), 'auth:') }), {}),
+      // Default chosen in load.ts from the cookie name (`defaultKeyPrefix`).
+      store: v.optional(v.strictObject({ keyPrefix: v.optional(v.pipe(v.string(), v.minLength(1))) }), {}),
       storeInstances: v.optional(
         v.strictObject({
           sessions: v.optional(instanceId, 'cache'),

@@ -18,6 +18,8 @@ export interface TestAppOptions {
   /** Extra environment variables (CONTRACT section 1). */
   env?: Record<string, string>;
   db?: Database;
+  /** Keep svc's own default key prefix instead of a unique one (for a private Redis). */
+  defaultKeyPrefix?: boolean;
 }
 
 export interface TestApp {
@@ -47,10 +49,13 @@ export interface TestClient {
 export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-app-'));
   const raw = structuredClone(opts.config ?? {}) as { auth?: { store?: { keyPrefix?: string } } };
-  const keyPrefix = raw.auth?.store?.keyPrefix ?? `svctest:${randomUUID().slice(0, 8)}:auth:`;
-  raw.auth = { ...raw.auth, store: { ...raw.auth?.store, keyPrefix } };
+  if (!opts.defaultKeyPrefix) {
+    const unique = raw.auth?.store?.keyPrefix ?? `svctest:${randomUUID().slice(0, 8)}:auth:`;
+    raw.auth = { ...raw.auth, store: { ...raw.auth?.store, keyPrefix: unique } };
+  }
   const env: NodeJS.ProcessEnv = { SVC_APP_PATH: appRoot, LOG_LEVEL: 'error', ...(opts.redisUrl ? { CACHE_URL: opts.redisUrl } : {}), ...opts.env };
   const { config } = await loadConfig(env, { raw });
+  const keyPrefix = config.auth.store.keyPrefix;
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const stores = await Stores.open(config, logger);
   const db = opts.db ?? EmbeddedDatabase.inMemory();

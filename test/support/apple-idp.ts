@@ -16,7 +16,7 @@
 import { exportJWK, exportPKCS8, generateKeyPair, jwtVerify, decodeJwt, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { randomBytes } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listen } from './oidc.ts';
 
 export const APPLE_ISSUER = 'https://appleid.apple.com';
 
@@ -48,16 +48,6 @@ export interface AppleIdp {
   close(): Promise<void>;
 }
 
-const listen = (server: http.Server) =>
-  new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
-  });
-const closeServer = (server: http.Server) =>
-  new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
 const readBody = async (req: IncomingMessage): Promise<Buffer> => {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);

@@ -88,13 +88,15 @@ export interface Idp {
   close(): Promise<void>;
 }
 
-const listen = (server: http.Server) =>
+/** Listens on a free loopback port; resolves with it. */
+export const listen = (server: http.Server) =>
   new Promise<number>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
   });
 
-const closeServer = (server: http.Server) =>
+/** Closes the server and every connection it still holds. */
+export const closeServer = (server: http.Server) =>
   new Promise<void>((resolve) => {
     server.closeAllConnections();
     server.close(() => resolve());

@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { encodeExtended } from 'content-disposition';
 import { AppError, notFound } from '../http/errors.ts';
 import type { Store } from '../store/store.ts';
 import type { Session, SessionService } from './sessions.ts';
+import { sha256hex } from './hash.ts';
 
 /** What a resolver hands over for a download (CONTRACT section 6). A Node `Readable` works as a stream too. */
 export interface Asset {
@@ -37,7 +38,6 @@ const CONTENT_TYPE = /^[\w.+-]+\/[\w.+-]+(\s*;\s*[\w.+-]+=("[^"\\\r\n]*"|[\w.+-]
 
 export const invalidToken = () => new AppError(404, 'asset_token_invalid', 'This download link is unknown, used or expired');
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /**
  * Asset download tokens: plugins register resolvers by asset id prefix; a session mints a token for
@@ -81,7 +81,7 @@ export class AssetTokens {
     if (!asset) throw notFound('No such asset');
     discard(asset.body); // minting only asks; the download asks again
     const token = randomBytes(32).toString('base64url');
-    const hash = sha256(token);
+    const hash = sha256hex(token);
     const record: TokenRecord = { assetId, userId: session.userId, sid: session.hash };
     if (mode === 'single') {
       await this.store.set(this.key('single', hash), JSON.stringify(record), { ttl: SINGLE_USE_TTL });
@@ -97,7 +97,7 @@ export class AssetTokens {
   /** Takes a single-use token (one caller gets it); `peek` only looks (HEAD must not use it up). */
   async single(token: string, peek = false): Promise<TokenRecord | null> {
     if (!TOKEN_PATTERN.test(token)) return null; // forged or truncated: no store round trip
-    const key = this.key('single', sha256(token));
+    const key = this.key('single', sha256hex(token));
     const raw = peek ? await this.store.get(key) : await this.store.getDel(key);
     return raw === null ? null : (JSON.parse(raw) as TokenRecord);
   }
@@ -105,7 +105,7 @@ export class AssetTokens {
   /** A session token whose session still lives. */
   async session(token: string): Promise<TokenRecord | null> {
     if (!TOKEN_PATTERN.test(token)) return null;
-    const key = this.key('session', sha256(token));
+    const key = this.key('session', sha256hex(token));
     const raw = await this.store.get(key);
     if (raw === null) return null;
     const record = JSON.parse(raw) as TokenRecord;

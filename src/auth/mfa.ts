@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Config } from '../config/load.ts';
 import { AppError } from '../http/errors.ts';
 import type { Store } from '../store/store.ts';
+import { sha256hex } from './hash.ts';
 
 /** The HttpOnly cookie of a login waiting for its second factor (CONTRACT section 10). */
 export const MFA_COOKIE = 'svc_mfa';
@@ -14,7 +15,7 @@ const MAX_WRONG = 5;
 const MAX_WRONG_PER_USER = 10;
 const WINDOW = 15 * 60;
 
-/** What the store keeps under `mfa-pending:<sha256(cookie value)>`. */
+/** What the store keeps under `mfa-pending:<sha256hex(cookie value)>`. */
 export interface PendingMfa {
   userId: string;
   /** The password hash the first step checked: a password changed meanwhile ends the login. */
@@ -24,7 +25,6 @@ export interface PendingMfa {
   returnTo?: string;
 }
 
-const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
 /**
  * Two-step logins: the first step (right password) leaves a pending record bound to the browser by a
@@ -38,11 +38,11 @@ export class PendingMfaLogins {
   ) {}
 
   private key(id: string) {
-    return `${this.config.auth.store.keyPrefix}mfa-pending:${sha256(id)}`;
+    return `${this.config.auth.store.keyPrefix}mfa-pending:${sha256hex(id)}`;
   }
 
   private wrongKey(id: string) {
-    return `${this.config.auth.store.keyPrefix}mfa-wrong:${sha256(id)}`;
+    return `${this.config.auth.store.keyPrefix}mfa-wrong:${sha256hex(id)}`;
   }
 
   private userKey(userId: string) {

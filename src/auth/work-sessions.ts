@@ -1,8 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Collection, Database } from '../db/index.ts';
 import type { AppEnv } from '../http/env.ts';
 import { AppError, notFound } from '../http/errors.ts';
+import { sha256hex } from './hash.ts';
 
 export const WORK_SESSION_COLLECTION = 'svc__core-worksession';
 
@@ -58,7 +59,7 @@ export const toPublicWorkSession = (doc: WorkSessionDoc): PublicWorkSession => (
  * What a work session id is called wherever it travels beyond the database (pub/sub messages,
  * in-memory indexes): the id is the guest's credential, like a session id.
  */
-export const hashWorkSessionId = (id: string) => createHash('sha256').update(id).digest('hex');
+export const hashWorkSessionId = sha256hex;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

@@ -1,6 +1,6 @@
 import type { OAuth2Tokens } from 'arctic';
 import { generateCodeVerifier, generateState } from 'arctic';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Config } from '../../config/load.ts';
@@ -16,6 +16,7 @@ import { OAuthFlowError, providerClient } from './client.ts';
 import { splitName, type Profile } from './profile.ts';
 import { emailVerifiedBy, type ProviderDoc, type ProviderService } from './providers.ts';
 import { safeReturnPath } from './return-to.ts';
+import { sha256hex } from '../hash.ts';
 
 export const STATE_COOKIE = 'svc_oauth_state';
 export const RETURN_TO_COOKIE = 'svc_oauth_return_to';
@@ -38,7 +39,7 @@ export interface FormPostFields {
   iss?: string;
 }
 
-/** What the store keeps per started login, under `oauth-state:<sha256(state)>`. */
+/** What the store keeps per started login, under `oauth-state:<sha256hex(state)>`. */
 interface StateRecord {
   providerId: string;
   codeVerifier: string | null;
@@ -50,7 +51,7 @@ interface StateRecord {
 }
 
 /**
- * What the store keeps under `pending-link:<sha256(cookie value)>`: one record per OAuth flow, so
+ * What the store keeps under `pending-link:<sha256hex(cookie value)>`: one record per OAuth flow, so
  * one flow cannot overwrite another's, readable only with the cookie of the browser that ran it.
  */
 export interface PendingLink {
@@ -86,7 +87,6 @@ export interface ProviderTokenBlob {
   [field: string]: unknown;
 }
 
-const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 const optional = <T>(read: () => T): T | null => {
   try {
     return read();
@@ -166,7 +166,7 @@ export class OAuthFlow {
     }
     const returnTo = safeReturnPath(getCookie(c, RETURN_TO_COOKIE));
     const record: StateRecord = { providerId, codeVerifier, nonce, returnTo, ...(linkUserId ? { linkUserId } : {}) };
-    await this.stateStore.set(`${this.prefix}oauth-state:${sha256(state)}`, JSON.stringify(record), { ttl: STATE_TTL });
+    await this.stateStore.set(`${this.prefix}oauth-state:${sha256hex(state)}`, JSON.stringify(record), { ttl: STATE_TTL });
     // Lax: the callback is a top-level navigation coming back from the provider's site.
     this.cookie(c, STATE_COOKIE, state, STATE_TTL, 'Lax');
     this.clearCookie(c, RETURN_TO_COOKIE);
@@ -183,7 +183,7 @@ export class OAuthFlow {
    * user's name never appear in a URL, and the state cookie never needs `SameSite=None`.
    */
   async formPost(fields: FormPostFields): Promise<string> {
-    const key = sha256(fields.state);
+    const key = sha256hex(fields.state);
     if (await this.stateStore.get(`${this.prefix}oauth-state:${key}`)) {
       await this.stateStore.set(`${this.prefix}oauth-form-post:${key}`, JSON.stringify(fields), { ttl: FORM_POST_TTL });
     }
@@ -196,7 +196,7 @@ export class OAuthFlow {
     const params = new URL(c.req.url).searchParams;
     const state = params.get('state');
     if (!state || params.has('code') || params.has('error')) return params;
-    const posted = await this.stateStore.getDel(`${this.prefix}oauth-form-post:${sha256(state)}`);
+    const posted = await this.stateStore.getDel(`${this.prefix}oauth-form-post:${sha256hex(state)}`);
     return posted ? new URLSearchParams(JSON.parse(posted) as Record<string, string>) : params;
   }
 
@@ -207,7 +207,7 @@ export class OAuthFlow {
     const bound = getCookie(c, STATE_COOKIE);
     this.clearCookie(c, STATE_COOKIE);
     // Consume the state first, whatever happens next: a state is good for one callback only.
-    const raw = state ? await this.stateStore.getDel(`${this.prefix}oauth-state:${sha256(state)}`) : null;
+    const raw = state ? await this.stateStore.getDel(`${this.prefix}oauth-state:${sha256hex(state)}`) : null;
     if (error) throw new OAuthFlowError('access_denied', `the provider answered error=${error.slice(0, 100)}`);
     if (!raw || !state) throw new OAuthFlowError('invalid_state', 'state is missing, unknown, expired or already used');
     if (bound !== state) throw new OAuthFlowError('invalid_state', 'state is not bound to this browser');
@@ -347,7 +347,7 @@ export class OAuthFlow {
   }
 
   private pendingKey(bindingId: string) {
-    return `${this.prefix}pending-link:${sha256(bindingId)}`;
+    return `${this.prefix}pending-link:${sha256hex(bindingId)}`;
   }
 
   private async storePendingLink(c: Context, link: Omit<PendingLink, 'expiresAt'>): Promise<void> {

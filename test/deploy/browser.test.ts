@@ -5,18 +5,22 @@
 
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launchBrowser, screenshots, watchRequests, type Screenshots } from './support/browser.ts';
-import { requestsLogged, startDeployment, type Deployment } from './support/deployment.ts';
+import { addSocketIoClient, keepOnMachine, launchBrowser, screenshots, watchRequests, type Screenshots } from './support/browser.ts';
+import { missingPrograms, requestsLogged, startDeployment, type Deployment } from './support/deployment.ts';
 
 const redisUrl = inject('redisUrl');
 const mongoUrl = inject('mongoUrl');
 const PASSWORD = 'a long password for the browser';
 
-describe.skipIf(!redisUrl || !mongoUrl)('deployment: nginx, two instances, Chromium', () => {
+// Like the test servers (test/support/global-setup.ts): missing programs skip the suite loudly, or fail it with CI=true.
+const missing = missingPrograms();
+if (missing.length && process.env.CI === 'true') throw new Error(`CI=true but the deployment suite lacks: ${missing.join(', ')}`);
+if (missing.length) process.stderr.write(`\n!!!!!!!! SKIPPED: the deployment suite needs ${missing.join(' and ')} !!!!!!!!\n\n`);
+
+describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('deployment: nginx, two instances, Chromium', () => {
   let d: Deployment;
   let browser: Browser;
   let shots: Screenshots;
-  const contexts: BrowserContext[] = [];
   const started = Date.now();
 
   beforeAll(async () => {
@@ -32,9 +36,12 @@ describe.skipIf(!redisUrl || !mongoUrl)('deployment: nginx, two instances, Chrom
     process.stdout.write(`deployment suite: ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   });
 
-  async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
+  /** Requests each context tried to send off this machine (aborted): only the IdP's pages may. */
+  const offMachine = new Map<BrowserContext, string[]>();
+
+  async function newPage(opts: { route?: boolean } = {}): Promise<{ context: BrowserContext; page: Page }> {
     const context = await browser.newContext({ viewport: { width: 900, height: 640 } });
-    contexts.push(context);
+    if (opts.route ?? true) offMachine.set(context, await keepOnMachine(context));
     return { context, page: await context.newPage() };
   }
 
@@ -84,6 +91,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('deployment: nginx, two instances, Chrom
     expect(await page.evaluate(() => document.cookie), 'page JavaScript cannot read the session cookie').not.toContain(cookie!.value);
 
     await sessionOnBothInstances(page, '/api/auth/session', 200);
+    expect(offMachine.get(context), 'the frontend and svc ask nothing of another host').toEqual([]);
 
     // Through the proxy, authenticated JSON carries the API's security headers.
     const res = await d.adminFetch('/auth/session');
@@ -96,7 +104,9 @@ describe.skipIf(!redisUrl || !mongoUrl)('deployment: nginx, two instances, Chrom
   it('the same from a frontend on another origin (a dev server port): CORS with credentials, preflight included', async () => {
     const email = 'dev@example.com';
     await d.createUser(email, PASSWORD);
-    const { page } = await newPage();
+    // No routing here: with a route in place Playwright would answer the preflight itself.
+    const { context, page } = await newPage({ route: false });
+    const requests = watchRequests(context);
     const preflights = () => d.app.reduce((n, svc) => n + requestsLogged(svc, { method: 'OPTIONS', path: '/auth/login', status: 204 }), 0);
     const preflightsBefore = preflights();
     const cors: { url: string; allowOrigin: string | null; allowCredentials: string | null }[] = [];
@@ -126,6 +136,8 @@ describe.skipIf(!redisUrl || !mongoUrl)('deployment: nginx, two instances, Chrom
     expect(preflight.headers.get('access-control-allow-credentials')).toBe('true');
     expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
     expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('content-type');
+    const loopback = (url: string) => ['127.0.0.1', 'localhost'].includes(new URL(url).hostname);
+    expect(requests.map((r) => r.url).filter((url) => !loopback(url)), 'the frontend and svc ask nothing of another host').toEqual([]);
   });
 
   it('/login?redirect=/reports through the identity provider\'s real pages lands on /reports, signed in', async () => {
@@ -231,9 +243,29 @@ describe.skipIf(!redisUrl || !mongoUrl)('deployment: nginx, two instances, Chrom
     await passwordLogin(first.page, d.appOrigin, email);
     await passwordLogin(second.page, d.appOrigin, email);
     await shots.take(second.page, 'logout-all: the second tab signed in');
+
+    // The second tab also holds a realtime connection through nginx: long polling first (every request
+    // of it must reach the same instance), then the upgrade to a WebSocket.
+    await addSocketIoClient(second.page);
+    await second.page.evaluate(() => {
+      const w = window as unknown as { io: (opts: object) => { on(e: string, f: (arg: { code: string }) => void): void; io: { engine: { transport: { name: string } } } }; realtime: string[]; socket: unknown };
+      const socket = w.io({ path: '/api/socket.io', withCredentials: true });
+      w.realtime = [];
+      w.socket = socket;
+      socket.on('connect', () => w.realtime.push('connect'));
+      socket.on('connect_error', (err) => w.realtime.push(`connect_error:${String(err)}`));
+      socket.on('sessionEnded', ({ code }) => w.realtime.push(`sessionEnded:${code}`));
+    });
+    const realtime = () => second.page.evaluate(() => (window as unknown as { realtime: string[] }).realtime);
+    const transport = () => second.page.evaluate(() => (window as unknown as { socket: { io: { engine?: { transport: { name: string } } } } }).socket.io.engine?.transport.name);
+    await expect.poll(realtime, { timeout: 15_000 }).toEqual(['connect']);
+    await expect.poll(transport, { timeout: 15_000 }).toBe('websocket');
+
     await first.page.getByRole('button', { name: 'Log out everywhere' }).click();
     await first.page.getByRole('heading', { name: 'Signed out' }).waitFor();
     await sessionOnBothInstances(second.page, '/api/auth/session', 401);
+    // Whichever instance ended the sessions, the socket's instance closes it (Redis pub/sub).
+    await expect.poll(realtime, { timeout: 15_000 }).toEqual(['connect', 'sessionEnded:unauthenticated']);
     await second.page.reload();
     await second.page.locator('#login').waitFor();
     await shots.take(second.page, 'logout-all: the second tab is signed out');

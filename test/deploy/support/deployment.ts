@@ -26,6 +26,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { startIdp, type Idp } from '../../support/oidc.ts';
+import { CHROMIUM } from './browser.ts';
 import { PROJECT_DIR, sleep, startReadySvc, stopAll, tempDir, type SvcProcess } from '../../support/spawn.ts';
 
 export const NGINX_CONF = path.join(PROJECT_DIR, 'deploy/nginx.conf');
@@ -100,16 +101,24 @@ export interface Nginx {
 
 const NGINX_BIN = existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx';
 
+/** Programs the deployment needs that this machine lacks (Debian: `apt-get install nginx-light chromium`). */
+export function missingPrograms(): string[] {
+  const missing: string[] = [];
+  const onPath = (name: string) => (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir && existsSync(path.join(dir, name)));
+  if (!existsSync('/usr/sbin/nginx') && !onPath('nginx')) missing.push('nginx (nginx-light)');
+  if (!existsSync(CHROMIUM)) missing.push(`Chromium (${CHROMIUM})`);
+  return missing;
+}
+
 /**
- * deploy/nginx.conf with the operator's example values replaced by ours. Each value must appear
- * exactly once, so the file cannot drift away from what the suite runs.
+ * deploy/nginx.conf with the operator's example values replaced by ours (every occurrence). A value
+ * the file no longer has is an error, so the file cannot drift away from what the suite runs.
  */
 export function nginxSite(replacements: Record<string, string>): string {
   let text = readFileSync(NGINX_CONF, 'utf8');
   for (const [from, to] of Object.entries(replacements)) {
-    const count = text.split(from).length - 1;
-    if (count !== 1) throw new Error(`deploy/nginx.conf: expected "${from}" once, found it ${count} times`);
-    text = text.replace(from, to);
+    if (!text.includes(from)) throw new Error(`deploy/nginx.conf no longer has "${from}": update test/deploy/support/deployment.ts`);
+    text = text.replaceAll(from, to);
   }
   return text;
 }

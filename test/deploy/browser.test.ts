@@ -25,7 +25,12 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('deployment: nginx
 
   beforeAll(async () => {
     shots = screenshots('browser');
-    [d, browser] = await Promise.all([startDeployment({ redisUrl, mongoUrl }), launchBrowser()]);
+    const launching = launchBrowser(); // beside the deployment's start-up; closed in afterAll whatever happens
+    try {
+      d = await startDeployment({ redisUrl, mongoUrl });
+    } finally {
+      browser = await launching;
+    }
     process.stdout.write(`deployment up in ${((Date.now() - started) / 1000).toFixed(1)} s: app ${d.appOrigin}, workbench ${d.workbenchOrigin}, dev server ${d.devOrigin}\n`);
   });
 

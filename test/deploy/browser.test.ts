@@ -2,6 +2,7 @@
 // two svc processes (round robin) sharing Redis and MongoDB, a workbench instance on the same host, a
 // real OpenID provider, and headless Chromium clicking through the test frontend (test/deploy/frontend/).
 // Each step leaves a screenshot in the folder printed at the start (test-results/deploy/browser/).
+// SVC_DEPLOY_HOST=localhost runs it all with `localhost` origins instead of `127.0.0.1`.
 
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -27,7 +28,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('deployment: nginx
     shots = screenshots('browser');
     const launching = launchBrowser(); // beside the deployment's start-up; closed in afterAll whatever happens
     try {
-      d = await startDeployment({ redisUrl, mongoUrl });
+      d = await startDeployment({ redisUrl, mongoUrl, host: process.env.SVC_DEPLOY_HOST === 'localhost' ? 'localhost' : '127.0.0.1' });
     } finally {
       browser = await launching;
     }

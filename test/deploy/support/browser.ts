@@ -11,6 +11,8 @@
 //   await browser.close();
 // A suite that needs more (a CDP virtual authenticator for passkeys) opens a session on a page:
 //   const cdp = await context.newCDPSession(page); await cdp.send('WebAuthn.enable');
+//   (checked: navigator.credentials.create works with a CDP virtual authenticator on http://localhost,
+//   and is a SecurityError "invalid domain" on http://127.0.0.1: use startDeployment({ host: 'localhost' }))
 
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';

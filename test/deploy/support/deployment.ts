@@ -7,11 +7,14 @@
 //
 // Harness API (for browser suites such as passkeys, issue 23):
 //   const d = await startDeployment({ redisUrl, mongoUrl });   // inject('redisUrl'), inject('mongoUrl')
-//   d.appOrigin / d.workbenchOrigin / d.devOrigin              'http://127.0.0.1:<port>'
+//   startDeployment({ ..., host: 'localhost' })                origins on localhost: WebAuthn takes no IP
+//                                                              address as RP ID (a passkeys suite needs this)
+//   d.appOrigin / d.workbenchOrigin / d.devOrigin              'http://<host>:<port>' (listening on 127.0.0.1)
 //   d.app: [SvcProcess, SvcProcess]; d.workbench: SvcProcess   (test/support/spawn.ts handles)
 //   d.admin: { email, password }; d.adminFetch('/auth/users')  as the admin, through nginx (/api prefix added)
 //   await d.createUser('bob@example.com', 'a long password')   a password user (through the admin API)
-//   d.idp, d.oauthProvider = { id: 'corp', label, login }     the IdP's account `login` has a verified email
+//   d.idp, d.oauthProvider = { id: 'corp', label, login, email }   IdP account `login`, verified `email`
+//   missingPrograms()                                          nginx / Chromium this machine lacks
 //   await d.stop()                                             stops everything, removes keys and temp dirs
 // Every port is picked below the kernel's ephemeral range (ip_local_port_range), so no outgoing
 // connection can take one between picking and binding it. Nothing waits on a timer: each part is ready
@@ -37,6 +40,8 @@ export interface DeploymentOptions {
   mongoUrl: string;
   /** Extra environment for the three svc processes. */
   env?: Record<string, string>;
+  /** Host name in every origin: `127.0.0.1` (default) or `localhost`. Everything listens on 127.0.0.1. */
+  host?: '127.0.0.1' | 'localhost';
 }
 
 export interface Deployment {
@@ -266,9 +271,10 @@ function appRoot(config: unknown): string {
 export async function startDeployment(opts: DeploymentOptions): Promise<Deployment> {
   if (!opts.redisUrl || !opts.mongoUrl) throw new Error('startDeployment needs a Redis URL and a MongoDB URL');
   const [appPort, workbenchPort, devPort, portA, portB, portW] = await Promise.all([pickPort(), pickPort(), pickPort(), pickPort(), pickPort(), pickPort()]);
-  const appOrigin = `http://127.0.0.1:${appPort}`;
-  const workbenchOrigin = `http://127.0.0.1:${workbenchPort}`;
-  const devOrigin = `http://127.0.0.1:${devPort}`;
+  const host = opts.host ?? '127.0.0.1';
+  const appOrigin = `http://${host}:${appPort}`;
+  const workbenchOrigin = `http://${host}:${workbenchPort}`;
+  const devOrigin = `http://${host}:${devPort}`;
   const run = randomBytes(4).toString('hex');
   const keyPrefix = `deploy-${run}:`;
   const database = `svc_deploy_${run}`;

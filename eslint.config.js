@@ -6,6 +6,11 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   { files: ['bin/**/*.js'], languageOptions: { globals: { process: 'readonly' } } },
+  // The deployment suite's static frontend runs in the browser.
+  {
+    files: ['test/deploy/frontend/**/*.js'],
+    languageOptions: { globals: { window: 'readonly', document: 'readonly', location: 'readonly', history: 'readonly', fetch: 'readonly', URL: 'readonly' } },
+  },
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],

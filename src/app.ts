@@ -23,27 +23,38 @@ function withoutApiPrefix(request: Request): string {
 }
 
 /**
- * `Cache-Control: no-store` on every response whose handler did not choose its own (issue 24, finding
- * 10): answers about a user (the session, the users API, plugin data) and errors must stay out of
- * browser and shared caches; the /docs script keeps its year.
+ * Headers every answer of an API should carry, unless the handler chose its own:
+ * - `Cache-Control: no-store` (issue 24, finding 10): answers about a user (the session, the users API,
+ *   plugin data) and errors must stay out of browser and shared caches; the /docs script keeps its year.
+ * - `X-Content-Type-Options: nosniff`: a JSON answer is never run as a script or rendered as HTML.
+ * - `Referrer-Policy: no-referrer`: redirects to identity providers and the /docs page tell no one
+ *   where the browser came from.
+ * Hono's `secureHeaders` sets these and more, but after the handler, through the Response's headers,
+ * which costs the hot path (below); the rest of its set (HSTS, X-Frame-Options, COOP, CORP...) belongs
+ * to the proxy or to pages (svc serves one: /docs, whose CSP says `frame-ancestors 'none'`), and would
+ * keep frontends from framing asset downloads.
  *
- * Served by @hono/node-server (`c.env.outgoing`), the header goes straight onto Node's response before
- * the handler runs: one header set, and the headers of the handler's Response override it when they are
- * written (writeHead merges). Going through the Response instead would turn its plain header object into
- * a Headers and back on GET /auth/session's hot path (measured: about 3 times the cost). Elsewhere (an
- * in-process `app.request`, another runtime) it is set on the Response after the handler.
+ * Served by @hono/node-server (`c.env.outgoing`), the headers go straight onto Node's response before
+ * the handler runs: a few header sets, and the headers of the handler's Response override them when they
+ * are written (writeHead merges). Going through the Response instead would turn its plain header object
+ * into a Headers and back on GET /auth/session's hot path (measured: about 3 times the cost). Elsewhere
+ * (an in-process `app.request`, another runtime) they are set on the Response after the handler.
  */
-const noStoreByDefault: MiddlewareHandler<AppEnv> = async function noStoreByDefault(c, next) {
+const DEFAULT_HEADERS: [string, string][] = [
+  ['Cache-Control', 'no-store'],
+  ['X-Content-Type-Options', 'nosniff'],
+  ['Referrer-Policy', 'no-referrer'],
+];
+const defaultHeaders: MiddlewareHandler<AppEnv> = async function defaultHeaders(c, next) {
   const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
   if (outgoing) {
-    outgoing.setHeader('Cache-Control', 'no-store');
+    for (const [name, value] of DEFAULT_HEADERS) outgoing.setHeader(name, value);
     return next();
   }
   await next();
   const headers = c.res.headers;
-  if (headers.has('cache-control')) return;
   try {
-    headers.set('Cache-Control', 'no-store');
+    for (const [name, value] of DEFAULT_HEADERS) if (!headers.has(name)) headers.set(name, value);
   } catch {
     // Immutable headers (a fetch() Response passed through as is): the upstream decided.
   }
@@ -82,7 +93,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   // response (Vary) and push it onto @hono/node-server's slow streaming path (measured ~5% CPU).
   const corsForFrontends: MiddlewareHandler<AppEnv> = (c, next) => (c.req.header('origin') !== undefined ? corsHandler(c, next) : next());
   const appMiddleware = new WeakSet<object>();
-  const hooks: MiddlewareHandler<AppEnv>[] = [requestId(), noStoreByDefault, logRequests, limitBody, corsForFrontends, originCheck(config, logger), instance.auth.sessionHook];
+  const hooks: MiddlewareHandler<AppEnv>[] = [requestId(), defaultHeaders, logRequests, limitBody, corsForFrontends, originCheck(config, logger), instance.auth.sessionHook];
   if (config.global.requireAuthentication) hooks.push(requireCaller(appMiddleware));
   for (const hook of hooks) {
     appMiddleware.add(hook);

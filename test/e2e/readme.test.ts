@@ -68,6 +68,15 @@ function readmeErrorTable(): Map<string, number> {
 }
 
 describe('README', () => {
+  it('operator: the nginx configuration in the README is deploy/nginx.conf, the one the deployment suite runs, with trustProxy', () => {
+    const conf = readFileSync(path.join(PROJECT_DIR, 'deploy/nginx.conf'), 'utf8');
+    expect(codeBlocks('nginx')).toEqual([conf]);
+    const guide = README.slice(README.indexOf('### Reverse proxy'));
+    const config = codeBlocks('json').find((block) => guide.includes(block) && block.includes('trustProxy'));
+    expect(config, 'the operator guide shows svc.config.json with server.trustProxy').toBeDefined();
+    expect(JSON.parse(config!)).toMatchObject({ server: { trustProxy: 1 } });
+  });
+
   it("operator: the nginx snippet forwards $http_host (keeps the port) and X-Forwarded-Proto, never $host", () => {
     const blocks = codeBlocks('nginx');
     expect(blocks.length).toBeGreaterThan(0);

@@ -59,7 +59,8 @@ function refusalLog(logger: Logger, allowed: string[]) {
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /**
- * The form_post OAuth callback (Sign in with Apple) is posted by the provider's page, from its origin.
+ * The form_post OAuth callback (Sign in with Apple) is posted by the provider's page, from its origin
+ * or, as Chromium does after the provider's redirects, with `Origin: null` (test/deploy/apple-browser.test.ts).
  * It changes nothing by itself: it keeps the fields and redirects to the GET callback, which needs the
  * browser's state cookie (`OAuthFlow.formPost`).
  */

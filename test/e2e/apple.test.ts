@@ -60,14 +60,15 @@ const local = (authorizeUrl: URL) => new URL(`${authorizeUrl.pathname}${authoriz
 
 /**
  * Start, sign in at "Apple", and get the form Apple's page would post (not yet posted). `user` is
- * what Apple adds on a first login.
+ * what Apple's page adds on a first login (the stand-in puts it in the page).
  */
 async function appleForm(b: Browser, login: string, user?: Record<string, unknown>) {
   const { authorizeUrl } = await b.start('apple');
   expect(authorizeUrl?.origin).toBe(APPLE_PAGE);
+  apple.nextUser = user ?? null;
   const { action, fields } = await b.authorizeFormPost(local(authorizeUrl!), { login });
   expect(action.toString()).toBe(CALLBACK);
-  if (user) fields.set('user', JSON.stringify(user));
+  if (user) expect(JSON.parse(fields.get('user')!)).toEqual(user);
   return { authorizeUrl: authorizeUrl!, fields };
 }
 

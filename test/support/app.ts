@@ -27,6 +27,8 @@ export interface TestApp {
   /** Key prefix of this app's auth keys (unique per app, so suites can share one Redis). */
   keyPrefix: string;
   fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** The Hono app itself, to serve on a real socket (`@hono/node-server`'s `serve({ fetch: app.fetch })`). */
+  app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> };
   /** Every route the Hono app has (method `ALL` for middleware and 405 fallbacks). */
   routes(): { method: string; path: string }[];
   /** A browser-like client with its own cookie jar. */
@@ -94,6 +96,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     instance,
     keyPrefix,
     fetch,
+    app,
     routes: () => app.routes.map(({ method, path }) => ({ method, path })),
     client,
     async createUser({ admin = false, email = `${randomUUID().slice(0, 8)}@example.com`, password = 'correct horse battery' } = {}) {

@@ -16,6 +16,7 @@
 import { exportJWK, exportPKCS8, generateKeyPair, jwtVerify, decodeJwt, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { randomBytes } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import { closeServer, listen } from './oidc.ts';
 
 export const APPLE_ISSUER = 'https://appleid.apple.com';
@@ -24,6 +25,7 @@ export const APPLE_ISSUER = 'https://appleid.apple.com';
 export type AppleTamper = 'none' | 'resign' | 'wrong-nonce' | 'other-audience' | 'other-issuer' | 'unpublished-key';
 
 interface OidcProvider {
+  proxy: boolean;
   callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
   on(event: 'server_error', listener: (ctx: unknown, err: Error) => void): void;
 }
@@ -33,6 +35,8 @@ const OIDC_PROVIDER_MODULE = 'oidc-provider';
 export interface AppleIdp {
   /** `http://127.0.0.1:<port>`: where tests send Apple's host (the front server). */
   url: string;
+  /** With `tls`: the port of the HTTPS listener (same front). */
+  tlsPort?: number;
   clientId: string;
   teamId: string;
   keyId: string;
@@ -41,6 +45,8 @@ export interface AppleIdp {
   /** Sets what the account with this login name releases (`sub` is the login name). */
   setAccount(login: string, claims: { email?: string; email_verified?: boolean | string }): void;
   tamper: AppleTamper;
+  /** Apple's `user` field (the person's name), added to the next form_post page only, as on a first login. */
+  nextUser: Record<string, unknown> | null;
   /** Client secrets seen at the token endpoint, and whether each verified. */
   clientSecrets: { jwt: string; valid: boolean }[];
   /** Every id_token handed to svc (for the leak scanner). */
@@ -54,7 +60,11 @@ const readBody = async (req: IncomingMessage): Promise<Buffer> => {
   return Buffer.concat(chunks);
 };
 
-export async function startAppleIdp(opts: { clientId: string; redirectUris: string[] }): Promise<AppleIdp> {
+/**
+ * `tls` (a certificate for appleid.apple.com) adds an HTTPS listener for a real browser, whose host
+ * resolver maps appleid.apple.com to `tlsPort`; svc's own calls keep using the plain `url`.
+ */
+export async function startAppleIdp(opts: { clientId: string; redirectUris: string[]; tls?: { key: string; cert: string } }): Promise<AppleIdp> {
   const teamId = 'TEAM123456';
   const keyId = 'KEY1234567';
   const registeredSecret = randomBytes(24).toString('hex');
@@ -99,13 +109,16 @@ export async function startAppleIdp(opts: { clientId: string; redirectUris: stri
       return { accountId: sub, claims: async () => ({ sub, ...accounts.get(sub) }) };
     },
   });
+  // Behind the front: `X-Forwarded-Proto: https` from its TLS listener makes the pages' URLs https.
+  provider.proxy = true;
   provider.on('server_error', (_ctx, err) => process.stderr.write(`apple oidc-provider server_error: ${err.stack}\n`));
   inner.on('request', provider.callback());
 
   /** Forwards a request to oidc-provider with its Host kept (so its URLs name the front). */
   const forward = (req: IncomingMessage, body: Buffer, path: string) =>
     new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
-      const headers = { ...req.headers, 'content-length': String(body.length) };
+      const proto = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+      const headers = { ...req.headers, 'content-length': String(body.length), 'x-forwarded-proto': proto };
       const out = http.request({ host: '127.0.0.1', port: innerPort, method: req.method, path, headers }, async (res) => {
         resolve({ status: res.statusCode ?? 502, headers: res.headers, body: await readBody(res) });
       });
@@ -121,6 +134,7 @@ export async function startAppleIdp(opts: { clientId: string; redirectUris: stri
     p8,
     setAccount: (login, claims) => void accounts.set(login, claims),
     tamper: 'none',
+    nextUser: null,
     clientSecrets,
     issued,
     close: async () => {
@@ -191,17 +205,33 @@ export async function startAppleIdp(opts: { clientId: string; redirectUris: stri
       if (typeof json.access_token === 'string') issued.add(json.access_token);
       out = Buffer.from(JSON.stringify(json));
     }
+    const html = String(answer.headers['content-type'] ?? '').startsWith('text/html') ? out.toString('utf8') : '';
+    if (idp.nextUser && /<form method="post"/.test(html) && html.includes('name="code"')) {
+      // Apple's form_post page of a first authorization also posts `user` (JSON with the name).
+      const value = JSON.stringify(idp.nextUser).replace(/&/g, '&amp;').replace(/"/g, '&quot;');
+      out = Buffer.from(html.replace('</form>', `<input type="hidden" name="user" value="${value}"/></form>`));
+      idp.nextUser = null;
+    }
     const headers = { ...answer.headers, 'content-length': String(out.length) };
     delete headers['transfer-encoding'];
     res.writeHead(answer.status, headers).end(out);
   }
 
-  const front = http.createServer((req, res) => {
+  const serveFront = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err: Error) => {
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
       res.end(err.message);
     });
-  });
+  };
+  const front = http.createServer(serveFront);
   idp.url = `http://127.0.0.1:${await listen(front)}`;
+  if (opts.tls) {
+    const secure = https.createServer(opts.tls, serveFront);
+    idp.tlsPort = await listen(secure);
+    const closePlain = idp.close;
+    idp.close = async () => {
+      await Promise.all([closePlain(), closeServer(secure)]);
+    };
+  }
   return idp;
 }

@@ -15,6 +15,8 @@
 
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type https from 'node:https';
+import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 
 // oidc-provider v8 ships no TypeScript types: the few parts used here, loaded without type lookup.
@@ -89,14 +91,14 @@ export interface Idp {
 }
 
 /** Listens on a free loopback port; resolves with it. */
-export const listen = (server: http.Server) =>
+export const listen = (server: net.Server) =>
   new Promise<number>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
   });
 
 /** Closes the server and every connection it still holds. */
-export const closeServer = (server: http.Server) =>
+export const closeServer = (server: http.Server | https.Server) =>
   new Promise<void>((resolve) => {
     server.closeAllConnections();
     server.close(() => resolve());
@@ -410,7 +412,8 @@ export class Browser {
       if (res.status === 200 && target?.origin === this.svcOrigin) {
         // A form_post answer: hidden inputs, posted to svc by the page's script.
         const fields = new URLSearchParams();
-        for (const input of html.matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)) fields.append(input[1]!, input[2]!.replace(/&amp;/g, '&'));
+        const unescape = (v: string) => v.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+        for (const input of html.matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)) fields.append(input[1]!, unescape(input[2]!));
         return { action: target, fields };
       }
       const prompt = /name="prompt" value="([a-z]+)"/.exec(html)?.[1];

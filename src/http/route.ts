@@ -32,7 +32,8 @@ export interface RouteDefinition<B = unknown, Q = unknown, P = unknown> {
   method: HttpMethod;
   path: string;
   onRequest?: MiddlewareHandler<AppEnv> | MiddlewareHandler<AppEnv>[];
-  config?: { type?: string; public?: boolean };
+  /** `optionalBody`: a request with no body at all is validated as `{}` (e.g. a command with no arguments). */
+  config?: { type?: string; public?: boolean; optionalBody?: boolean };
   schema: RouteSchema<B, Q, P>;
   handler: (c: Context<AppEnv>, input: { body: Out<B>; query: Out<Q>; params: Out<P> }) => Response | Promise<Response>;
 }
@@ -104,6 +105,20 @@ const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
+/** `config.optionalBody`: an empty body is `{}`; any other body must be JSON as usual. */
+function optionalJsonBody(schema: AnySchema, validate: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    // Read once (Hono caches it for the JSON parse that follows): an empty body, however sent, is `{}`.
+    if ((await c.req.text()) === '') {
+      const result = v.safeParse(schema, {});
+      failOnIssues(result);
+      c.req.addValidatedData('json', result.output as object);
+      return next();
+    }
+    return jsonBody(c, () => validate(c, next) as Promise<void>);
+  };
+}
+
 // Handlers of routes declared `config.public`: `requireCaller` lets them through.
 const publicHandlers = new WeakSet<object>();
 // The 405 fallbacks match every method of a path, so they must not decide whether a path is public.
@@ -130,7 +145,10 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
     const { body, query, params } = route.schema as RouteSchema<AnySchema | undefined, AnySchema | undefined, AnySchema | undefined>;
     if (params) chain.push(vValidator('param', params, failOnIssues));
     if (query) chain.push(queryValidator(query));
-    if (body) chain.push(jsonBody, vValidator('json', body, failOnIssues));
+    if (body) {
+      const validate = vValidator('json', body, failOnIssues) as unknown as MiddlewareHandler<AppEnv>;
+      chain.push(route.config?.optionalBody ? optionalJsonBody(body, validate) : jsonBody, ...(route.config?.optionalBody ? [] : [validate]));
+    }
     const handler = (c: Context<AppEnv>) => {
       const req = c.req as unknown as { valid(target: string): unknown };
       return route.handler(c, {

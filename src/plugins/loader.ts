@@ -4,6 +4,8 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../http/env.ts';
+import { AppError } from '../http/errors.ts';
+import { defineRoute, mountRoutes } from '../http/route.ts';
 import type { ServerInstance } from '../instance.ts';
 
 /** Compositions and interaction links a plugin contributes (SPEC.md "Landing seeds"; applied by `seeds.ts`). */
@@ -12,9 +14,17 @@ export interface PluginSeeds {
   interactionLinks?: ({ _id: string } & Record<string, unknown>)[];
 }
 
+/**
+ * svc's route builder and error type, handed to every plugin: a plugin published as its own npm
+ * package (the CLI connector) uses them without importing svc at run time, and its routes get the same
+ * validation, error bodies and OpenAPI entries as core's.
+ */
+const pluginHttp = { defineRoute, mountRoutes, AppError };
+
 /** What a plugin's factory receives: the server instance plus its own key, prefix and options. */
 export interface PluginInstance extends ServerInstance {
   plugin: { key: string; prefix: string; options: unknown };
+  http: typeof pluginHttp;
 }
 
 /** A plugin module: `export default (instance) => Hono | Promise<Hono>`, optional `export const seeds`. */
@@ -111,7 +121,7 @@ export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugi
       const mod = (await c.load()) as Partial<PluginModule>;
       if (typeof mod.default !== 'function') throw new Error('its module has no default export (instance) => Hono');
       const options = instance.config.pluginOptions[c.optionsKey];
-      const app = await mod.default({ ...instance, plugin: { key: c.key, prefix: c.prefix, options } });
+      const app = await mod.default({ ...instance, http: pluginHttp, plugin: { key: c.key, prefix: c.prefix, options } });
       if (typeof app?.fetch !== 'function' || !Array.isArray(app.routes)) {
         throw new Error('its factory did not return a Hono app');
       }

@@ -4,6 +4,7 @@ import { changeOwnPassword, disconnectAccount, endOwnSession, listConnectedAccou
 import { downloadAsset, downloadSessionAsset, mintAssetToken } from './auth/assets.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
+import { deletePasskey, listPasskeys, loginPasskey, passkeyLoginOptions, passkeyRegistrationOptions, registerPasskey, renamePasskey } from './auth/passkeys.ts';
 import { oauthCallback, oauthFormPostCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
 import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
 import { login, logout, logoutAll, session } from './auth/session.ts';
@@ -28,6 +29,13 @@ const factories = [
   confirmTotp,
   disableTotp,
   loginTotp,
+  passkeyRegistrationOptions,
+  registerPasskey,
+  listPasskeys,
+  renamePasskey,
+  deletePasskey,
+  passkeyLoginOptions,
+  loginPasskey,
   createUser,
   listUsers,
   getUser,

@@ -18,6 +18,7 @@ import { SessionService, type Session, type SessionOrigin } from './sessions.ts'
 import { totpEnabled, TotpService } from './totp.ts';
 import { PendingMfaLogins } from './mfa.ts';
 import { isAdmin, UserService, type UserDoc, type UserPatch } from './users.ts';
+import { PasskeyService } from './passkeys.ts';
 
 /** A `can()` resolver: true or false decides, undefined abstains (CONTRACT section 4). */
 export type PermissionResolver = (permission: string, c: Context<AppEnv>) => boolean | undefined | Promise<boolean | undefined>;
@@ -57,14 +58,17 @@ export class Auth {
   readonly mfa: PendingMfaLogins;
   /** Which OAuth identities belong to which user. */
   readonly accounts: AccountLinks;
+  /** WebAuthn credentials (CONTRACT section 11). */
+  readonly passkeys: PasskeyService;
 
   private constructor(
     readonly config: Config,
     readonly sessions: SessionService,
     readonly users: UserService,
-    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; logger: Logger },
+    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger },
   ) {
     this.workSessions = parts.workSessions;
+    this.passkeys = parts.passkeys;
     this.loginLimit = new LoginRateLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);
     this.providers = parts.providers;
     this.accounts = parts.accounts;
@@ -87,7 +91,8 @@ export class Auth {
     }
     const accounts = await AccountLinks.open(db, users);
     const workSessions = await WorkSessions.open(db);
-    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, logger });
+    const passkeys = await PasskeyService.open(db, stores.forRole('sessions'), config);
+    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, passkeys, logger });
   }
 
   // SPEC.md "Login handlers" and provider token blobs, for plugins.
@@ -269,6 +274,7 @@ export class Auth {
     await this.endAllSessions(id);
     await this.users.delete(id);
     await this.accounts.unlinkAll(id);
+    await this.passkeys.removeAll(id);
     await this.endAllSessions(id);
   }
 
@@ -280,8 +286,8 @@ export class Auth {
     const user = await this.users.get(userId);
     const mine = user.oauthAccounts.some((a) => a.provider === provider && a.providerAccountId === providerAccountId);
     if (!mine) throw new AppError(404, 'not_found', 'No connected account of yours matches');
-    if (!user.passwordHash && user.oauthAccounts.length <= 1) {
-      throw new AppError(409, 'last_login_method', 'This is your only way to log in: set a password or connect another account first');
+    if (!user.passwordHash && user.oauthAccounts.length <= 1 && (await this.passkeys.count(userId)) === 0) {
+      throw new AppError(409, 'last_login_method', 'This is your only way to log in: set a password, add a passkey or connect another account first');
     }
     if (!(await this.accounts.unlink(userId, provider, providerAccountId))) throw new AppError(404, 'not_found', 'No connected account of yours matches');
   }

@@ -55,6 +55,15 @@ export const configSchema = v.strictObject({
       ),
       /** TOTP: `oauth` makes OAuth logins of a user with TOTP on ask for the code too. */
       totp: v.optional(v.strictObject({ oauth: v.optional(v.boolean(), true) }), {}),
+      /** WebAuthn relying party (README "Passkeys"): defaults from SVC_SERVER_BASE_URL and SVC_FRONTEND_URLS. */
+      passkeys: v.optional(
+        v.strictObject({
+          rpId: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9.-]+$/i, 'must be a host name'))),
+          rpName: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64)), 'svc'),
+          origins: v.optional(v.array(v.pipe(v.string(), v.url()))),
+        }),
+        {},
+      ),
       providers: v.optional(v.strictObject({ custom: v.optional(v.array(customTemplateSchema), []) }), {}),
     }),
     {},

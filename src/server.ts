@@ -1,6 +1,7 @@
 import { createAdaptorServer } from '@hono/node-server';
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createApp } from './app.ts';
 import { ensureAdmin } from './auth/bootstrap.ts';
@@ -11,12 +12,13 @@ import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { Realtime } from './realtime/index.ts';
-import { loadPlugins } from './plugins/loader.ts';
+import { loadPlugins, packageEntry } from './plugins/loader.ts';
 import { applySeeds } from './plugins/seeds.ts';
 import type { Hono } from 'hono';
 import type { AppEnv } from './http/env.ts';
 import { allowedOrigins } from './http/origins.ts';
 import { Stores } from './store/index.ts';
+import { appTypeScriptFiles, typeScriptFor, typeScriptRegistered } from './typescript.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
 export async function buildInstance(config: Config, logger: Logger, stores: Stores, db: Database): Promise<ServerInstance> {
@@ -45,9 +47,19 @@ export interface RunningServer {
  * config or an unreachable store/database, with a message that names the culprit.
  */
 export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?: Logger): Promise<RunningServer> {
+  // Compiled svc loads TypeScript app files (config, plugins, seeds, a TS plugin package) through tsx, only if there are any.
+  await typeScriptFor(appTypeScriptFiles(path.resolve(env.SVC_APP_PATH || process.cwd())));
   const { config, warnings } = await loadConfig(env);
+  await typeScriptFor(config.plugins.flatMap((name) => {
+    try {
+      return [packageEntry(name, config.env.appRoot)];
+    } catch {
+      return []; // not installed: the loader says so, naming the plugin
+    }
+  }));
   const log = logger ?? createLogger(config.env.logLevel);
   for (const warning of warnings) log.warn(warning);
+  if (typeScriptRegistered()) log.info('the app has TypeScript files: they load through tsx');
   if (config.source) log.info({ file: config.source }, 'config loaded');
   const origins = allowedOrigins(config);
   log.info(
@@ -147,7 +159,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   return { url, instance, close };
 }
 
-async function main() {
+export async function main() {
   let running: RunningServer;
   try {
     running = await startServer();

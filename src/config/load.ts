@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import * as v from 'valibot';
 import { providerUrlProblem } from '../auth/oauth/provider-urls.ts';
 import { configSchema, type CustomTemplate, type FileConfig } from './schema.ts';
+import { defaultExport } from '../typescript.ts';
 
 /** Everything svc reads from the environment (CONTRACT section 1 and SPEC.md's table), parsed once. */
 export interface EnvConfig {
@@ -199,7 +200,7 @@ async function readConfigFile(appRoot: string): Promise<{ raw: unknown; source?:
   try {
     if (file.endsWith('.json')) return { raw: JSON.parse(await readFile(file, 'utf8')), source: file };
     const mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
-    return { raw: mod.default ?? {}, source: file };
+    return { raw: defaultExport(mod) ?? {}, source: file };
   } catch (err) {
     throw new ConfigError(`${path.basename(file)} cannot be read: ${(err as Error).message}`);
   }

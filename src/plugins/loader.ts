@@ -7,6 +7,7 @@ import type { AppEnv } from '../http/env.ts';
 import { AppError } from '../http/errors.ts';
 import { defineRoute, mountRoutes } from '../http/route.ts';
 import type { ServerInstance } from '../instance.ts';
+import { defaultExport, namedExport } from '../typescript.ts';
 
 /** Compositions and interaction links a plugin contributes (SPEC.md "Landing seeds"; applied by `seeds.ts`). */
 export interface PluginSeeds {
@@ -48,6 +49,8 @@ export class PluginError extends Error {
 
 const KEY = /^[a-z0-9_]+$/;
 const BUNDLED = fileURLToPath(new URL('../../plugins/', import.meta.url));
+/** The bundled plugins' sources: the same plugins as BUNDLED when svc runs compiled (dist/plugins/). */
+const BUNDLED_SOURCES = path.resolve(BUNDLED, path.basename(path.resolve(BUNDLED, '..')) === 'dist' ? '../../plugins' : '.');
 
 interface Candidate {
   key: string;
@@ -77,6 +80,15 @@ export function packagePrefix(name: string): string {
   return m[1] ? `/plugin/${m[1]}/${m[2]}` : `/plugin/${m[2]}`;
 }
 
+/** Where a plugin package's entry is: resolvable from svc itself (the workspace), else from the app root. */
+export function packageEntry(name: string, appRoot: string): string {
+  try {
+    return fileURLToPath(import.meta.resolve(name));
+  } catch {
+    return createRequire(path.join(appRoot, 'package.json')).resolve(name);
+  }
+}
+
 function packagePlugin(name: string, appRoot: string): Candidate {
   const prefix = packagePrefix(name);
   return {
@@ -84,14 +96,7 @@ function packagePlugin(name: string, appRoot: string): Candidate {
     prefix,
     source: `npm package ${name}`,
     optionsKey: name,
-    load: async () => {
-      try {
-        return await import(name); // resolvable from svc itself (an app's node_modules)
-      } catch {
-        const resolved = createRequire(path.join(appRoot, 'package.json')).resolve(name);
-        return import(pathToFileURL(resolved).href);
-      }
-    },
+    load: () => import(pathToFileURL(packageEntry(name, appRoot)).href),
   };
 }
 
@@ -105,7 +110,7 @@ export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugi
   const appDir = path.join(appRoot, 'plugins');
   const candidates = [
     ...folderPlugins(BUNDLED),
-    ...(path.resolve(appDir) === path.resolve(BUNDLED) ? [] : folderPlugins(appDir)),
+    ...([BUNDLED, BUNDLED_SOURCES].some((dir) => path.resolve(appDir) === path.resolve(dir)) ? [] : folderPlugins(appDir)),
     ...instance.config.plugins.map((name) => packagePlugin(name, appRoot)),
   ];
   const seen = new Map<string, string>();
@@ -118,14 +123,15 @@ export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugi
   const loaded: LoadedPlugin[] = [];
   for (const c of candidates) {
     try {
-      const mod = (await c.load()) as Partial<PluginModule>;
-      if (typeof mod.default !== 'function') throw new Error('its module has no default export (instance) => Hono');
+      const mod = (await c.load()) as Record<string, unknown>;
+      const factory = defaultExport(mod) as PluginModule['default'] | undefined;
+      if (typeof factory !== 'function') throw new Error('its module has no default export (instance) => Hono');
       const options = instance.config.pluginOptions[c.optionsKey];
-      const app = await mod.default({ ...instance, http: pluginHttp, plugin: { key: c.key, prefix: c.prefix, options } });
+      const app = await factory({ ...instance, http: pluginHttp, plugin: { key: c.key, prefix: c.prefix, options } });
       if (typeof app?.fetch !== 'function' || !Array.isArray(app.routes)) {
         throw new Error('its factory did not return a Hono app');
       }
-      loaded.push({ key: c.key, prefix: c.prefix, source: c.source, app, seeds: mod.seeds });
+      loaded.push({ key: c.key, prefix: c.prefix, source: c.source, app, seeds: namedExport(mod, 'seeds') as PluginSeeds | undefined });
       instance.logger.info({ plugin: c.key, prefix: c.prefix }, 'plugin loaded');
     } catch (err) {
       throw new PluginError(`plugin "${c.key}" (${c.source}) failed to load: ${(err as Error).message}`, { cause: err });

@@ -6,6 +6,7 @@ import * as v from 'valibot';
 import { describeIssues } from '../config/load.ts';
 import type { ServerInstance } from '../instance.ts';
 import type { LoadedPlugin } from './loader.ts';
+import { defaultExport } from '../typescript.ts';
 
 export const COMPOSITION_COLLECTION = 'svc__core-composition';
 export const INTERACTION_LINK_COLLECTION = 'svc__core-interactionlink';
@@ -68,8 +69,9 @@ async function loadFile(appRoot: string, relative: string): Promise<unknown[] | 
   } catch (err) {
     throw new SeedError(`${relative} cannot be loaded: ${(err as Error).message}`, { cause: err });
   }
-  if (!Array.isArray(mod.default)) throw new SeedError(`${relative}: the default export must be an array (export default [...] or module.exports = [...])`);
-  return mod.default;
+  const entries = defaultExport(mod);
+  if (!Array.isArray(entries)) throw new SeedError(`${relative}: the default export must be an array (export default [...] or module.exports = [...])`);
+  return entries;
 }
 
 function validate<T>(schema: v.GenericSchema<unknown, T>, entries: readonly unknown[], source: string, kind: string): Sourced<T>[] {

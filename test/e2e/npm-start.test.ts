@@ -5,9 +5,11 @@
 // running.) Each `npm start` runs in its own process group, which the test kills at the end whatever
 // happened, so a failing run leaves nothing behind.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { afterAll, describe, expect, it } from 'vitest';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, PROJECT_DIR, sleep, stopAll, tempDir } from '../support/spawn.ts';
 
 const started: ChildProcess[] = [];
@@ -74,6 +76,66 @@ async function waitPortFree(port: number, timeoutMs: number): Promise<boolean> {
   }
   return false;
 }
+
+// `npm start` runs the compiled service: build it once up front (tests of other files may run meanwhile).
+beforeAll(() => {
+  const build = spawnSync('npm', ['run', 'build'], { cwd: PROJECT_DIR, encoding: 'utf8' });
+  expect(build.status, `${build.stdout}${build.stderr}`).toBe(0);
+}, 180_000);
+
+/** Runs `npm start` on `appRoot` until /health answers; returns the process and its output. */
+async function startHealthy(appRoot: string, extra: Record<string, string> = {}) {
+  const port = await freePort();
+  const run = npmStart({ PORT: String(port), SVC_APP_PATH: appRoot, SVC_DATA_DIR: tempDir('svc-data-'), ...extra });
+  expect(await healthy(port, 60_000), run.output()).toBe(true);
+  return { ...run, port };
+}
+
+async function stop(run: NpmStart & { port: number }) {
+  process.kill(run.child.pid!, 'SIGTERM');
+  expect(await waitPortFree(run.port, 15_000), run.output()).toBe(true);
+}
+
+describe('npm start runs compiled JavaScript', () => {
+  it('the service is dist/src/server.js under plain node (no TypeScript loader for an app of JavaScript)', async () => {
+    const root = tempDir('svc-js-app-');
+    writeFileSync(path.join(root, 'package.json'), JSON.stringify({ type: 'module' }));
+    mkdirSync(path.join(root, 'plugins', 'hello_js'), { recursive: true });
+    writeFileSync(path.join(root, 'plugins', 'hello_js', 'index.js'), "import { Hono } from 'hono';\nexport default () => new Hono().get('/hi', (c) => c.json({ hi: 'js' }));\n");
+    // The app resolves hono through svc's node_modules, as the README's app roots do.
+    spawnSync('ln', ['-s', path.join(PROJECT_DIR, 'node_modules'), path.join(root, 'node_modules')]);
+    writeFileSync(path.join(root, 'svc.config.json'), JSON.stringify({ global: { requireAuthentication: false } }));
+    const run = await startHealthy(root);
+    expect(await (await fetch(`http://127.0.0.1:${run.port}/hello_js/hi`)).json()).toEqual({ hi: 'js' });
+    const ps = spawnSync('ps', ['-o', 'args=', '--ppid', String(run.child.pid)], { encoding: 'utf8' }).stdout;
+    expect(ps).toMatch(/node bin\/start\.js|bin\/start\.js/);
+    expect(ps).not.toContain('tsx');
+    expect(run.output()).not.toContain('load through tsx');
+    expect(run.output()).toContain('plugin loaded');
+    await stop(run);
+  }, 120_000);
+
+  it('an app root with svc.config.ts and a TypeScript plugin still loads (tsx registered for it, and said so)', async () => {
+    const root = tempDir('svc-ts-app-');
+    writeFileSync(path.join(root, 'svc.config.ts'), "const config: { global: { requireAuthentication: boolean } } = { global: { requireAuthentication: false } };\nexport default config;\n");
+    mkdirSync(path.join(root, 'plugins', 'hello_ts'), { recursive: true });
+    writeFileSync(path.join(root, 'plugins', 'hello_ts', 'index.ts'), "import { Hono } from 'hono';\nconst greeting: string = 'ts';\nexport default () => new Hono().get('/hi', (c) => c.json({ hi: greeting }));\n");
+    spawnSync('ln', ['-s', path.join(PROJECT_DIR, 'node_modules'), path.join(root, 'node_modules')]);
+    const run = await startHealthy(root);
+    expect(run.output()).toContain('the app has TypeScript files: they load through tsx');
+    const res = await fetch(`http://127.0.0.1:${run.port}/hello_ts/hi`);
+    expect(res.status, run.output()).toBe(200);
+    expect(await res.json()).toEqual({ hi: 'ts' });
+    await stop(run);
+  }, 120_000);
+
+  it('dist/ missing its build stamp (or older than the sources): npm start builds first', async () => {
+    rmSync(path.join(PROJECT_DIR, 'dist', '.built'), { force: true });
+    const run = await startHealthy(tempDir('svc-app-'));
+    expect(run.output()).toContain('building dist/');
+    await stop(run);
+  }, 180_000);
+});
 
 describe('npm start', () => {
   it('operator: SIGTERM to `npm start` stops the service: the port is free within 15 s and a second `npm start` on the same data folder is healthy', async () => {

@@ -5,9 +5,13 @@ import { UserService } from './auth/users.ts';
 import { loadConfig } from './config/load.ts';
 import { openDatabase } from './db/index.ts';
 import { emailSchema } from './http/schemas.ts';
+import { doctor } from './doctor.ts';
 import { createLogger } from './logger.ts';
 
 const USAGE = `Usage:
+  svc doctor [--with <other app root>]
+      Checks the app (SVC_APP_PATH, else the working directory) and its environment against the
+      0.1.x -> 0.2.x migration steps and production needs; exit code 1 when a check fails.
   svc user create --email <email> [--admin] [--firstname <name>] [--lastname <name>]
       The password is read from standard input (piped), or asked for at a prompt.
       It is never taken as an argument: arguments end up in shell history and process lists.`;
@@ -86,6 +90,7 @@ export async function main(argv: string[]): Promise<number> {
   const [group, command, ...rest] = argv;
   try {
     if (group === 'user' && command === 'create') return await createUser(rest);
+    if (group === 'doctor') return await doctor(argv.slice(1));
     process.stderr.write(`${USAGE}\n`);
     return group === undefined || group === '--help' ? 0 : 2;
   } catch (err) {

@@ -192,7 +192,7 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   };
 }
 
-async function readConfigFile(appRoot: string): Promise<{ raw: unknown; source?: string }> {
+export async function readConfigFile(appRoot: string): Promise<{ raw: unknown; source?: string }> {
   const found = CONFIG_FILES.map((f) => path.join(appRoot, f)).filter((f) => existsSync(f));
   if (found.length > 1) throw new ConfigError(`more than one config file in ${appRoot}: ${found.map((f) => path.basename(f)).join(', ')}`);
   const file = found[0];

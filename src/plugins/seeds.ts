@@ -94,16 +94,12 @@ function noDuplicates<T extends { _id: string }>(seeds: Sourced<T>[], kind: stri
 }
 
 /**
- * Landing seeds (SPEC.md "Landing seeds", migration step 5): `config/compositions.js` and
- * `config/interactionLinks.js` of the app root plus the `seeds` plugins export, checked together and
- * upserted by `_id` into `svc__core-composition` / `svc__core-interactionlink` at start-up. Exactly
- * one interaction link is the landing page (the post-login path `/` must not 404); no composition
- * takes `/login` or `/logout`. Any problem stops start-up with a message naming the file and the id.
+ * The seeds of an app root and its plugins, checked without a database: valid shapes, no id seeded
+ * twice, no composition at `/login` or `/logout`, and at most one landing page (exactly one when the
+ * app seeds anything). Throws SeedError naming the file and the id. Also what `svc doctor` runs.
  */
-export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin[]): Promise<void> {
-  const { appRoot } = instance.config.env;
+export async function checkedSeeds(appRoot: string, plugins: Pick<LoadedPlugin, 'key' | 'seeds'>[]) {
   const [appCompositions, appLinks] = [await loadFile(appRoot, SEED_FILES.compositions), await loadFile(appRoot, SEED_FILES.interactionLinks)];
-
   const compositions = [
     ...validate(compositionSchema, appCompositions ?? [], SEED_FILES.compositions, 'composition'),
     ...plugins.flatMap((p) => validate(compositionSchema, p.seeds?.compositions ?? [], `plugin "${p.key}" seeds`, 'composition')),
@@ -123,6 +119,25 @@ export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin
     }
   }
 
+  const landing = links.filter((l) => l.doc.isLandingPage === true);
+  const appSeeds = appCompositions !== null || appLinks !== null;
+  if (landing.length > 1 || (appSeeds && landing.length === 0)) {
+    const found = landing.length ? `: ${landing.map((l) => `"${l.doc._id}" (${l.source})`).join(', ')}` : ` in ${SEED_FILES.interactionLinks}${appLinks === null ? ' (the file is missing)' : ''}`;
+    throw new SeedError(`exactly one interaction link must have isLandingPage: true; found ${landing.length}${found}`);
+  }
+  return { compositions, links, landing };
+}
+
+/**
+ * Landing seeds (SPEC.md "Landing seeds", migration step 5): `config/compositions.js` and
+ * `config/interactionLinks.js` of the app root plus the `seeds` plugins export, checked together and
+ * upserted by `_id` into `svc__core-composition` / `svc__core-interactionlink` at start-up. Exactly
+ * one interaction link is the landing page (the post-login path `/` must not 404); no composition
+ * takes `/login` or `/logout`. Any problem stops start-up with a message naming the file and the id.
+ */
+export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin[]): Promise<void> {
+  const { compositions, links, landing } = await checkedSeeds(instance.config.env.appRoot, plugins);
+
   const compositionDocs = await instance.db.collection<Composition>(COMPOSITION_COLLECTION);
   const linkDocs = await instance.db.collection<InteractionLink>(INTERACTION_LINK_COLLECTION);
   const seeded = new Set(compositions.map((c) => c.doc._id));
@@ -132,12 +147,6 @@ export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin
     }
   }
 
-  const landing = links.filter((l) => l.doc.isLandingPage === true);
-  const appSeeds = appCompositions !== null || appLinks !== null;
-  if (landing.length > 1 || (appSeeds && landing.length === 0)) {
-    const found = landing.length ? `: ${landing.map((l) => `"${l.doc._id}" (${l.source})`).join(', ')}` : ` in ${SEED_FILES.interactionLinks}${appLinks === null ? ' (the file is missing)' : ''}`;
-    throw new SeedError(`exactly one interaction link must have isLandingPage: true; found ${landing.length}${found}`);
-  }
   if (landing.length === 0) {
     instance.logger.warn(
       `no landing page is seeded: add ${SEED_FILES.compositions} and ${SEED_FILES.interactionLinks} with one link marked isLandingPage: true, or the post-login path / answers 404 (migration step 5)`,

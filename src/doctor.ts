@@ -1,0 +1,152 @@
+/**
+ * `svc doctor`: checks an app's configuration and environment against SPEC.md's migration steps
+ * (0.1.x JWT -> 0.2.x sessions) and what production needs. One line per check, each failure with its
+ * fix; exit code 1 when any check fails (warnings do not fail).
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { MongoClient } from 'mongodb';
+import { loadConfig, readConfigFile, type Config } from './config/load.ts';
+import { checkedSeeds } from './plugins/seeds.ts';
+
+export type Verdict = 'ok' | 'warn' | 'fail';
+export interface Check {
+  name: string;
+  verdict: Verdict;
+  detail: string;
+  fix?: string;
+}
+
+const REACH_TIMEOUT_MS = 3000;
+/** 0.1.x plugin code (migration step 6): the JWT-era request identity and token handling. */
+const LEGACY_PATTERNS: [RegExp, string][] = [
+  [/\breq(uest)?\.user\b/, 'req.user (use c.get("authUser"): userId, isAdmin, provider)'],
+  [/\bauthToken\b/, 'the authToken cookie'],
+  [/Bearer\s*\$\{|['"`]Bearer /, 'a Bearer token'],
+  [/check-?token|verifyToken|jsonwebtoken/i, 'a legacy token check or import'],
+];
+
+const get = (raw: unknown, ...keys: string[]): unknown => keys.reduce<unknown>((o, k) => (typeof o === 'object' && o !== null ? (o as Record<string, unknown>)[k] : undefined), raw);
+
+function sourceFiles(dir: string, depth = 0): string[] {
+  if (depth > 6 || !existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    if (e.name === 'node_modules' || e.name.startsWith('.')) return [];
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(full, depth + 1);
+    return /\.(c|m)?[jt]sx?$/.test(e.name) ? [full] : [];
+  });
+}
+
+async function reachable(what: 'redis' | 'mongodb', url: string): Promise<string | null> {
+  try {
+    if (what === 'redis') {
+      const redis = new Redis(url, { lazyConnect: true, connectTimeout: REACH_TIMEOUT_MS, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      redis.on('error', () => {});
+      try {
+        await redis.connect();
+        await redis.ping();
+      } finally {
+        redis.disconnect();
+      }
+    } else {
+      const client = new MongoClient(url, { serverSelectionTimeoutMS: REACH_TIMEOUT_MS, connectTimeoutMS: REACH_TIMEOUT_MS });
+      try {
+        await client.db().command({ ping: 1 });
+      } finally {
+        await client.close();
+      }
+    }
+    return null;
+  } catch (err) {
+    return (err as Error).message.replace(/\/\/[^@/]*@/g, '//***@'); // never print a password
+  }
+}
+
+/** Every check, in the order of SPEC.md's migration steps. */
+export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: string): Promise<Check[]> {
+  const checks: Check[] = [];
+  const add = (name: string, verdict: Verdict, detail: string, fix?: string) => checks.push({ name, verdict, detail, ...(verdict === 'ok' ? {} : { fix }) });
+  const appRoot = path.resolve(env.SVC_APP_PATH || process.cwd());
+  const production = env.NODE_ENV === 'production';
+
+  let config: Config;
+  let raw: unknown;
+  try {
+    ({ config } = await loadConfig(env));
+    raw = (await readConfigFile(appRoot)).raw;
+    add('config', 'ok', config.source ? `${path.relative(process.cwd(), config.source) || config.source} is valid` : 'no config file: defaults apply');
+  } catch (err) {
+    add('config', 'fail', (err as Error).message, 'fix the keys named above (README "Configuration")');
+    return checks;
+  }
+
+  // Step 2: explicit (and, beside another app, distinct) cookie names; requireAuthentication.
+  const cookie = config.auth.cookie.name;
+  const explicit = get(raw, 'auth', 'cookie', 'name') !== undefined || Boolean(env.SVC_AUTH_COOKIE_NAME);
+  add('cookie name', explicit ? 'ok' : 'fail', explicit ? `auth.cookie.name is "${cookie}"` : `auth.cookie.name is not set (default "${cookie}")`, 'set auth.cookie.name explicitly: "sid_app" for the app, "sid_workbench" for the workbench');
+  if (other) {
+    const otherConfig = (await loadConfig({ ...env, SVC_APP_PATH: other, SVC_AUTH_COOKIE_NAME: '' })).config;
+    const clash = otherConfig.auth.cookie.name === cookie;
+    add('cookie names distinct', clash ? 'fail' : 'ok', `this app "${cookie}", ${other}: "${otherConfig.auth.cookie.name}"`, 'give the two apps different auth.cookie.name values, or their sessions overwrite each other');
+  }
+  const requireAuth = config.global.requireAuthentication;
+  add('requireAuthentication', requireAuth ? 'ok' : 'warn', `global.requireAuthentication is ${requireAuth}`, 'keep global.requireAuthentication: true unless anonymous access is intended');
+  add('cookie secure', config.auth.cookie.secure ? 'ok' : production ? 'fail' : 'warn', `auth.cookie.secure is ${config.auth.cookie.secure}`, 'set auth.cookie.secure: true (HTTPS in front of svc); false is for plain-HTTP development only');
+
+  // Step 3: environment.
+  const obsolete = ['SERVER_TOKEN_SECRET', 'SVC_SERVER_TOKEN_SECRET'].filter((k) => env[k] !== undefined);
+  add('JWT variables', obsolete.length ? 'fail' : 'ok', obsolete.length ? `${obsolete.join(', ')} still set (0.1.x JWT)` : 'no 0.1.x JWT variables', `remove ${obsolete.join(' and ')}: sessions need no token secret`);
+  const frontends = config.env.frontendUrls;
+  add('SVC_FRONTEND_URLS', frontends.length ? 'ok' : 'fail', frontends.length ? frontends.join(', ') : 'not set', 'set SVC_FRONTEND_URLS to the frontend origins (comma-separated), or their logins are 403 csrf_failed');
+  const cacheUrl = config.env.storeUrls.cache;
+  add('CACHE_URL', cacheUrl ? 'ok' : 'fail', cacheUrl ? 'Redis configured for sessions' : 'not set: sessions live in the embedded in-memory store of one process', 'set CACHE_URL=redis://host:6379 (Redis 7+)');
+  add(
+    'SVC_SECRET_ENCRYPTION_KEY',
+    env.SVC_SECRET_ENCRYPTION_KEY ? 'ok' : production ? 'fail' : 'warn',
+    env.SVC_SECRET_ENCRYPTION_KEY ? 'set' : `not set${production ? ' in production' : ''}: OAuth client secrets and provider tokens are stored unencrypted`,
+    'set SVC_SECRET_ENCRYPTION_KEY to a long random secret (openssl rand -base64 32)',
+  );
+
+  // Step 5: landing seeds.
+  try {
+    const { landing } = await checkedSeeds(appRoot, []);
+    add('landing page', landing.length === 1 ? 'ok' : 'fail', landing.length === 1 ? `"${landing[0]!.doc._id}" is the landing page` : 'no interaction link has isLandingPage: true', 'seed config/compositions.js and config/interactionLinks.js with exactly one link marked isLandingPage: true');
+  } catch (err) {
+    add('landing page', 'fail', (err as Error).message, 'fix the seeds named above (README "Landing seeds"); /login and /logout are the frontend\'s own pages');
+  }
+
+  // Step 6: plugin sources.
+  const legacy = sourceFiles(path.join(appRoot, 'plugins')).flatMap((file) => {
+    const text = readFileSync(file, 'utf8');
+    return LEGACY_PATTERNS.filter(([re]) => re.test(text)).map(([, what]) => `${path.relative(appRoot, file)}: ${what}`);
+  });
+  add('plugin sources', legacy.length ? 'fail' : 'ok', legacy.length ? legacy.join('; ') : 'no 0.1.x request identity or token code in plugins/', 'use c.get("authUser")!.userId / .isAdmin and instance.auth.authenticate(); drop the legacy authentication import');
+
+  // Reachability.
+  if (cacheUrl) {
+    const problem = await reachable('redis', cacheUrl);
+    add('Redis reachable', problem ? 'fail' : 'ok', problem ?? 'PING answered', 'start Redis or fix CACHE_URL');
+  }
+  if (config.env.mongodbUrl) {
+    const problem = await reachable('mongodb', config.env.mongodbUrl);
+    add('MongoDB reachable', problem ? 'fail' : 'ok', problem ?? 'ping answered', 'start MongoDB or fix MONGODB_URL');
+  } else {
+    add('MongoDB', production ? 'fail' : 'warn', 'MONGODB_URL not set: the embedded database (one process, one folder)', 'set MONGODB_URL for production and for several instances');
+  }
+  return checks;
+}
+
+const MARK: Record<Verdict, string> = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' };
+
+/** Prints one line per check (with its fix) and returns the exit code. */
+export async function doctor(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const withIndex = args.indexOf('--with');
+  const other = withIndex >= 0 ? args[withIndex + 1] : undefined;
+  const checks = await runChecks(env, other ? path.resolve(other) : undefined);
+  for (const c of checks) process.stdout.write(`${MARK[c.verdict]} ${c.name}: ${c.detail}${c.fix ? `\n       fix: ${c.fix}` : ''}\n`);
+  const failed = checks.filter((c) => c.verdict === 'fail').length;
+  process.stdout.write(failed ? `${failed} check${failed === 1 ? '' : 's'} failed\n` : 'all checks passed\n');
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,102 @@
+// `svc doctor` (issue 19 part 4) on a good and a broken app root: one line per check with a fix,
+// exit code 1 when any check fails. Run as an operator runs it: `node bin/svc.js doctor` in a process,
+// against the suites' real Redis and MongoDB.
+
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { freePort, PROJECT_DIR, tempDir } from '../support/spawn.ts';
+
+const redisUrl = inject('redisUrl');
+const mongoUrl = inject('mongoUrl');
+
+function doctor(root: string, env: Record<string, string>, args: string[] = []) {
+  const run = spawnSync(process.execPath, [path.join(PROJECT_DIR, 'bin/svc.js'), 'doctor', ...args], {
+    cwd: PROJECT_DIR,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_APP_PATH: root, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: run.status, out: run.stdout, lines: run.stdout.split('\n') };
+}
+
+/** An app root: config, seeds and plugins as given. */
+function app(files: Record<string, string>): string {
+  const root = tempDir('svc-doctor-');
+  writeFileSync(path.join(root, 'package.json'), JSON.stringify({ type: 'module' }));
+  for (const [name, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
+    writeFileSync(path.join(root, name), content);
+  }
+  return root;
+}
+
+const seeds = (pathname: string) => ({
+  'config/compositions.js': `export default [{ _id: 'home', pathname: { default: '${pathname}' }, widgetsLayout: [] }];\n`,
+  'config/interactionLinks.js': "export default [{ _id: 'homeLink', composition: 'home', slotType: 'page', isLandingPage: true }];\n",
+});
+
+describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
+  it('a migrated app in production: every check ok, exit 0', () => {
+    const root = app({
+      'svc.config.json': JSON.stringify({ auth: { cookie: { name: 'sid_app' } }, global: { requireAuthentication: true } }),
+      ...seeds('home'),
+      'plugins/reports/index.js': "import { Hono } from 'hono';\nexport default (instance) => new Hono().get('/mine', instance.auth.authenticate(), (c) => c.json({ user: c.get('authUser').userId }));\n",
+    });
+    const { code, out, lines } = doctor(root, { NODE_ENV: 'production', CACHE_URL: redisUrl, MONGODB_URL: mongoUrl, SVC_FRONTEND_URLS: 'https://app.example.com', SVC_SECRET_ENCRYPTION_KEY: 'a long random secret for the doctor test' });
+    expect(code, out).toBe(0);
+    expect(lines.filter((l) => /^(WARN|FAIL)/.test(l)), out).toEqual([]);
+    for (const name of ['config', 'cookie name', 'requireAuthentication', 'cookie secure', 'JWT variables', 'SVC_FRONTEND_URLS', 'CACHE_URL', 'SVC_SECRET_ENCRYPTION_KEY', 'landing page', 'plugin sources', 'Redis reachable', 'MongoDB reachable']) {
+      expect(lines.some((l) => l.startsWith(`ok   ${name}:`)), `${name}\n${out}`).toBe(true);
+    }
+    expect(out).toContain('all checks passed');
+  });
+
+  it('an app half-way from 0.1.x: each problem is one FAIL line with its fix, exit 1; no password is printed', async () => {
+    const root = app({
+      'svc.config.json': JSON.stringify({ auth: { cookie: { secure: false } } }),
+      ...seeds('/login'),
+      'plugins/legacy/index.js': "export default () => (req) => req.user._id;\n",
+    });
+    const dead = `redis://:hunter2@127.0.0.1:${await freePort()}`;
+    const { code, out } = doctor(root, { NODE_ENV: 'production', CACHE_URL: dead, SERVER_TOKEN_SECRET: 'old-jwt-secret' });
+    expect(code, out).toBe(1);
+    const expectFail = (name: string, detail: RegExp, fix: RegExp) => {
+      const at = out.split('\n').findIndex((l) => l.startsWith(`FAIL ${name}:`));
+      expect(at, `${name}\n${out}`).toBeGreaterThan(-1);
+      const [line, fixLine] = out.split('\n').slice(at, at + 2);
+      expect(line).toMatch(detail);
+      expect(fixLine).toMatch(/^\s+fix: /);
+      expect(fixLine).toMatch(fix);
+    };
+    expectFail('cookie name', /not set/, /auth\.cookie\.name/);
+    expectFail('cookie secure', /false/, /secure: true/);
+    expectFail('JWT variables', /SERVER_TOKEN_SECRET/, /remove SERVER_TOKEN_SECRET/);
+    expectFail('SVC_FRONTEND_URLS', /not set/, /SVC_FRONTEND_URLS/);
+    expectFail('SVC_SECRET_ENCRYPTION_KEY', /production/, /SVC_SECRET_ENCRYPTION_KEY/);
+    expectFail('landing page', /reserved/, /\/login and \/logout/);
+    expectFail('plugin sources', /plugins\/legacy\/index\.js: req\.user/, /authUser/);
+    expectFail('Redis reachable', /./, /CACHE_URL/);
+    expectFail('MongoDB', /MONGODB_URL not set/, /MONGODB_URL/);
+    expect(out).not.toContain('hunter2');
+    expect(out).not.toContain('old-jwt-secret');
+    expect(out).toMatch(/\d+ checks failed/);
+  });
+
+  it('--with another app root: the same cookie name on both is a FAIL (their sessions would overwrite each other)', () => {
+    const config = JSON.stringify({ auth: { cookie: { name: 'sid_app' } } });
+    const workbench = app({ 'svc.config.json': config });
+    const { code, out } = doctor(app({ 'svc.config.json': config, ...seeds('home') }), { CACHE_URL: redisUrl, SVC_FRONTEND_URLS: 'http://localhost:5173' }, ['--with', workbench]);
+    expect(code).toBe(1);
+    expect(out).toMatch(/FAIL cookie names distinct: this app "sid_app", .*: "sid_app"/);
+    const distinct = app({ 'svc.config.json': JSON.stringify({ auth: { cookie: { name: 'sid_workbench' } } }) });
+    expect(doctor(app({ 'svc.config.json': config, ...seeds('home') }), { CACHE_URL: redisUrl, SVC_FRONTEND_URLS: 'http://localhost:5173' }, ['--with', distinct]).out).toMatch(/ok {3}cookie names distinct/);
+  });
+
+  it('a config file that does not parse is one FAIL naming the key', () => {
+    const { code, out } = doctor(app({ 'svc.config.json': JSON.stringify({ auth: { cookie: { nmae: 'sid_app' } } }) }), {});
+    expect(code).toBe(1);
+    expect(out).toMatch(/FAIL config: [\s\S]*auth\.cookie\.nmae: unknown key/);
+  });
+});

@@ -1,0 +1,22 @@
+# svc in a container: build the JavaScript in one stage, run it as a non-root user in the next.
+# Not built or run in this repository's CI (no container engine there); keep it minimal and in step
+# with README "Operator's guide" and the settings the deployment suite uses.
+FROM node:20-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY plugins/plugin-cli-connector/package.json plugins/plugin-cli-connector/package.json
+RUN npm ci --no-audit --no-fund
+COPY . .
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-slim
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 SVC_APP_PATH=/srv/app
+WORKDIR /app
+COPY --from=build --chown=node:node /app /app
+RUN mkdir -p /srv/app && chown node:node /srv/app
+USER node
+EXPOSE 3000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:3000/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
+# `exec` form: SIGTERM from `docker stop` reaches the service, which drains and exits.
+CMD ["node", "bin/start.js"]

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
+import { createRedisClient, parseRedisUrl } from '../../src/store/redis-url.ts';
 import type { EntrySummary } from './schemas.ts';
 import { COLLECTION_READ_CAP, STRING_READ_CAP, type CacheReader, type PageQuery, type RawEntry } from './reader.ts';
 
@@ -19,8 +20,10 @@ export interface RedisReaderOptions {
  * A client for one request. No offline queue, no retries and a short connect timeout: a Redis
  * that is down answers 503 at once instead of holding the request. The name shows it in CLIENT LIST.
  */
-export function openClient(opts: RedisReaderOptions): Redis {
-  const client = new Redis(opts.url, {
+export function openClient(opts: RedisReaderOptions): Redis | Cluster {
+  const target = parseRedisUrl(opts.url);
+  const urlHasPassword = target.kind === 'single' ? Boolean(new URL(opts.url).password) : Boolean(target.password);
+  const client = createRedisClient(target, {
     lazyConnect: true,
     enableOfflineQueue: false,
     enableReadyCheck: false,
@@ -30,8 +33,8 @@ export function openClient(opts: RedisReaderOptions): Redis {
     commandTimeout: 1500,
     connectionName: 'svc__cache',
     disableClientInfo: true, // two CLIENT SETINFO round trips per request buy nothing here
-    db: opts.db,
-    ...(opts.password && !new URL(opts.url).password ? { password: opts.password } : {}),
+    ...(target.kind === 'single' ? { db: opts.db } : {}),
+    ...(opts.password && !urlHasPassword ? { password: opts.password } : {}),
   });
   // Failures reach the caller through the rejected command; without a listener ioredis would also print them.
   client.on('error', () => {});
@@ -44,46 +47,61 @@ export interface PageHooks {
 }
 
 /**
- * One page of keys by SCAN (never KEYS, which blocks Redis for the whole keyspace). The order of
- * SCAN does not depend on COUNT, so skipping `offset` keys gives the same pages on every call while
- * the keyspace does not change. Then one pipelined round trip reads TYPE and TTL of the page.
+ * The servers whose keys make up the keyspace: the client itself, or every master of a cluster (in
+ * address order, so pages stay stable). SCAN walks one server; a cluster's keys are spread over its masters.
  */
-export async function scanPage(client: Redis, { pattern, offset, limit }: PageQuery, hooks: PageHooks = {}) {
+function keyspaceNodes(client: Redis | Cluster): Redis[] {
+  if (!(client instanceof Cluster)) return [client];
+  const address = (n: Redis) => `${n.options.host}:${String(n.options.port).padStart(5, '0')}`;
+  return client.nodes('master').sort((a, b) => address(a).localeCompare(address(b)));
+}
+
+/**
+ * One page of keys by SCAN (never KEYS, which blocks Redis for the whole keyspace), over every master
+ * of a cluster in turn. The order of SCAN does not depend on COUNT, so skipping `offset` keys gives the
+ * same pages on every call while the keyspace does not change. Then one pipelined round trip per server
+ * reads TYPE and TTL of the page.
+ */
+export async function scanPage(client: Redis | Cluster, { pattern, offset, limit }: PageQuery, hooks: PageHooks = {}) {
   const wanted = offset + limit + 1; // one more than the page says whether there is a next one
-  const keys: string[] = [];
+  const keys: { key: string; node: Redis }[] = [];
   const onPage = new Set<string>(); // SCAN may return a key twice while Redis rehashes
   let seen = 0;
-  let cursor = '0';
-  do {
-    const count = Math.min(MAX_SCAN_COUNT, Math.max(MIN_SCAN_COUNT, wanted - seen));
-    const [next, batch] = await client.scan(cursor, 'MATCH', pattern || '*', 'COUNT', count);
-    cursor = next;
-    for (const key of batch) {
-      if (seen >= offset && seen < offset + limit) {
-        if (onPage.has(key)) continue;
-        onPage.add(key);
-        keys.push(key);
+  for (const node of keyspaceNodes(client)) {
+    let cursor = '0';
+    do {
+      const count = Math.min(MAX_SCAN_COUNT, Math.max(MIN_SCAN_COUNT, wanted - seen));
+      const [next, batch] = await node.scan(cursor, 'MATCH', pattern || '*', 'COUNT', count);
+      cursor = next;
+      for (const key of batch) {
+        if (seen >= offset && seen < offset + limit) {
+          if (onPage.has(key)) continue;
+          onPage.add(key);
+          keys.push({ key, node });
+        }
+        seen++;
       }
-      seen++;
-    }
-  } while (cursor !== '0' && seen < wanted);
-  await hooks.afterScan?.(keys);
+    } while (cursor !== '0' && seen < wanted);
+    if (seen >= wanted) break;
+  }
+  await hooks.afterScan?.(keys.map((k) => k.key));
 
-  const items: EntrySummary[] = [];
-  if (keys.length) {
-    const pipeline = client.pipeline();
-    for (const key of keys) pipeline.type(key).ttl(key);
+  const summaries = new Map<string, EntrySummary>();
+  for (const node of new Set(keys.map((k) => k.node))) {
+    const mine = keys.filter((k) => k.node === node).map((k) => k.key);
+    const pipeline = node.pipeline();
+    for (const key of mine) pipeline.type(key).ttl(key);
     const results = (await pipeline.exec()) ?? [];
-    keys.forEach((key, i) => {
+    mine.forEach((key, i) => {
       const [typeErr, type] = results[2 * i] ?? [];
       const [ttlErr, ttl] = results[2 * i + 1] ?? [];
       if (typeErr) throw typeErr;
       if (ttlErr) throw ttlErr;
       // A key that expired after the scan: TYPE says "none", TTL -2.
-      items.push({ key, ttl: Number(ttl), type: String(type) });
+      summaries.set(key, { key, ttl: Number(ttl), type: String(type) });
     });
   }
-  return { items, hasMore: seen > offset + limit };
+  return { items: keys.map((k) => summaries.get(k.key)!), hasMore: seen > offset + limit };
 }
 
 type Reply = [Error | null, unknown][];
@@ -100,7 +118,7 @@ function values(results: Reply | null): unknown[] {
  * prefix of a huge string, the first elements of a huge collection) so one key cannot stall Redis.
  * A key that disappears between the two is reported missing.
  */
-export async function readEntry(client: Redis, key: string): Promise<RawEntry | null> {
+export async function readEntry(client: Redis | Cluster, key: string): Promise<RawEntry | null> {
   const [type, ttlReply] = values(await client.pipeline().type(key).ttl(key).exec()) as [string, number];
   if (type === 'none') return null;
   const ttl = Number(ttlReply);

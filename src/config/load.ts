@@ -6,6 +6,7 @@ import * as v from 'valibot';
 import { providerUrlProblem } from '../auth/oauth/provider-urls.ts';
 import { configSchema, type CustomTemplate, type FileConfig } from './schema.ts';
 import { defaultExport } from '../typescript.ts';
+import { parseRedisUrl } from '../store/redis-url.ts';
 
 /** Everything svc reads from the environment (CONTRACT section 1 and SPEC.md's table), parsed once. */
 export interface EnvConfig {
@@ -131,13 +132,15 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
     if (m?.[1] && value) storeUrls[storeInstanceName(m[1])] = value;
   }
   for (const [id, url] of Object.entries(storeUrls)) {
-    if (!/^rediss?:\/\//.test(url)) throw new ConfigError(`store instance "${id}": URL must start with redis:// or rediss://`);
-    // The Redis client parses it the same way; fail here with a name rather than a bare "Invalid URL".
-    // The URL itself is not repeated: it may hold a password.
-    if (!URL.canParse(url)) {
-      throw new ConfigError(`store instance "${id}": URL is not valid (percent-encode special characters in the password, e.g. / as %2F)`);
+    // Named by its variable; the URL itself is not repeated: it may hold a password.
+    const variable = id === 'cache' ? (env.CACHE_URL ? 'CACHE_URL' : 'SVC_CACHE_URL') : `SVC_STORE_${id.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}_URL`;
+    try {
+      parseRedisUrl(url);
+    } catch (err) {
+      throw new ConfigError(`${variable} (store instance "${id}"): ${(err as Error).message}`);
     }
   }
+
   if (env.MONGODB_URL && !/^mongodb(\+srv)?:\/\//.test(env.MONGODB_URL)) {
     throw new ConfigError('MONGODB_URL must start with mongodb:// or mongodb+srv://');
   }

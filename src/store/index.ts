@@ -3,6 +3,7 @@ import type { Config } from '../config/load.ts';
 import type { StoreRole } from '../config/schema.ts';
 import { MemoryStore } from './memory.ts';
 import { RedisStore } from './redis.ts';
+import { parseRedisUrl } from './redis-url.ts';
 import type { Store } from './store.ts';
 
 export type { Store } from './store.ts';
@@ -70,6 +71,9 @@ export class Stores {
         const [id, dbText] = key.split('/') as [string, string];
         const url = urls[id]!;
         const db = dbText === 'url' ? undefined : Number(dbText);
+        if (db && parseRedisUrl(url).kind === 'cluster') {
+          throw new Error(`store instance "${id}" is a Redis Cluster, which has database 0 only: remove cache.db / cache.dbs (${db})`);
+        }
         const store = new RedisStore({ url, name: id, db, password: config.env.storePassword, logger });
         opened.set(key, store);
         await store.connect(url);

@@ -1,6 +1,7 @@
-import { Redis, ReplyError, type RedisOptions } from 'ioredis';
+import { ReplyError, type Cluster, type Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { UnavailableError } from '../http/errors.ts';
+import { createRedisClient, parseRedisUrl } from './redis-url.ts';
 import type { SetOptions, Store, Subscription } from './store.ts';
 
 /** A Redis URL with its password hidden, safe for log lines and error messages. */
@@ -23,19 +24,21 @@ export interface RedisStoreOptions {
 }
 
 /**
- * The store on Redis through ioredis. Tuned to fail fast instead of queueing: with no offline queue
+ * The store on Redis through ioredis: one server, a Cluster or Sentinel (`redis-url.ts`). Every command
+ * touches one key (a transaction or script only ever names that key), so each works on a Cluster as
+ * is; nothing here needs a hash tag. Tuned to fail fast instead of queueing: with no offline queue
  * and a 1.5 s command timeout, a request during an outage gets 503 within 2 s, and ioredis keeps
  * reconnecting in the background so svc recovers by itself when Redis returns.
  */
 export class RedisStore implements Store {
   readonly name: string;
-  readonly client: Redis;
+  readonly client: Redis | Cluster;
   /** Starts true: errors before the first connection are reported by `connect`, not logged. */
   private down = true;
   private lastError?: Error;
   private readonly logger?: Logger;
   /** The connection in subscriber mode (Redis allows nothing else on it), opened on the first `subscribe`. */
-  private subscriber?: Promise<Redis>;
+  private subscriber?: Promise<Redis | Cluster>;
   private readonly subscriptions = new Map<string, Set<{ onMessage: (message: string) => void; onResume?: () => void }>>();
 
   constructor(opts: RedisStoreOptions) {
@@ -49,8 +52,10 @@ export class RedisStore implements Store {
       retryStrategy: (times) => Math.min(100 * times, 1000),
       ...(opts.db !== undefined ? { db: opts.db } : {}),
     };
-    if (opts.password && !new URL(opts.url).password) options.password = opts.password;
-    this.client = new Redis(opts.url, options);
+    const target = parseRedisUrl(opts.url);
+    const urlHasPassword = target.kind === 'single' ? Boolean(new URL(opts.url).password) : Boolean(target.password);
+    if (opts.password && !urlHasPassword) options.password = opts.password;
+    this.client = createRedisClient(target, options);
     const log = opts.logger;
     this.logger = log;
     let connectedOnce = false;
@@ -178,9 +183,10 @@ export class RedisStore implements Store {
    * Opens the subscriber connection once. ioredis re-subscribes by itself after a reconnect; what
    * was published while it was away is lost, so every subscription's `onResume` runs then.
    */
-  private openSubscriber(): Promise<Redis> {
+  private openSubscriber(): Promise<Redis | Cluster> {
     this.subscriber ??= (async () => {
-      const sub = this.client.duplicate();
+      // A cluster's subscriber connects to one node; classic pub/sub reaches every node of a cluster.
+      const sub: Redis | Cluster = (this.client as Redis).duplicate();
       let lost = false;
       sub.on('error', (err: Error) => {
         if (!lost && !this.closing) this.logger?.error({ store: this.name, err: err.message }, 'store subscriber connection lost; retrying in the background');

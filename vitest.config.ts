@@ -6,7 +6,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts', 'plugins/**/*.test.ts', 'src/**/*.test.ts'],
     // Soak, outages under load and hostile input: `npm run test:resilience`; nginx + Chromium
     // deployment: `npm run test:e2e` (CI runs all three).
-    exclude: ['test/resilience/**', 'test/deploy/**', '**/node_modules/**'],
+    exclude: ['test/resilience/**', 'test/deploy/**', 'test/cluster/**', '**/node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     // Suites share one Redis (each under its own key prefix) and one MongoDB test server.

@@ -227,6 +227,15 @@ export class MongoDatabase implements Database {
         // answering on open connections, frozen or cut off, fails the monitor's check after
         // connectTimeoutMS; the driver then interrupts the operations waiting on it: 503 within ~2.5 s.)
         serverSelectionTimeoutMS: 1200,
+        // On a replica set (README "Scaling out"): a write interrupted by a primary election is retried
+        // once on the new primary (user, provider and link writes are single-document, safe to retry),
+        // and is acknowledged by a majority, so a failover cannot roll back an account change. Reads go
+        // to the primary: svc reads users right after writing them (login, account changes), and a
+        // secondary may lag. Set in code, these take precedence over the same options in MONGODB_URL.
+        retryWrites: true,
+        retryReads: true,
+        writeConcern: { w: 'majority' },
+        readPreference: 'primary',
         ignoreUndefined: true,
         // Not `timeoutMS`: driver 7 ignores it (deprecated, "has no effect") and only warns.
       });

@@ -1,0 +1,118 @@
+// svc on Redis Cluster (3 masters + 3 replicas) and on Redis with Sentinel (primary + replica + 3
+// Sentinels), real servers started here (test/cluster/support/topology.ts). On each: the store
+// contract; login, the session, logout-all, single-use OAuth state and the login rate limit; two svc
+// instances sharing it; then the master holding a logged-in session is killed (after its write is
+// replicated: WAIT) and, once a replica has taken over, the session still works.
+
+import { createHash, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStore } from '../../src/store/redis.ts';
+import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
+import { redisServerAvailable } from '../support/private-redis.ts';
+import { storeContract } from '../support/store-contract.ts';
+import { kill, startCluster, startSentinel, stopAll, until, type ClusterTopology, type SentinelTopology } from './support/topology.ts';
+
+if (!redisServerAvailable && process.env.CI === 'true') throw new Error('CI=true but redis-server is not installed');
+if (!redisServerAvailable) process.stderr.write('\n!!!!!!!! SKIPPED: the scale-out suites need redis-server !!!!!!!!\n\n');
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+const PASSWORD = 'correct horse battery';
+
+interface Topology {
+  url: string;
+  /** The data port holding `key` now (its slot's master, or the Sentinel-reported master). */
+  masterFor(key: string): Promise<number>;
+}
+
+function scaleOut(name: string, startTopology: () => Promise<Topology>) {
+  describe.skipIf(!redisServerAvailable)(`svc on ${name}`, () => {
+    let topology: Topology;
+    let a: TestApp;
+    let b: TestApp;
+    const keyPrefix = `svctest:${randomUUID().slice(0, 8)}:auth:`;
+    // Started when this suite runs (the other topology is stopped by then): never at collection.
+    beforeAll(async () => {
+      topology = await startTopology();
+      const config = { auth: { store: { keyPrefix } } };
+      // Two instances of one app: same store, same prefix; each its own process state.
+      [a, b] = [await createTestApp({ redisUrl: topology.url, config }), await createTestApp({ redisUrl: topology.url, config })];
+    }, 120_000);
+    afterAll(async () => {
+      await Promise.allSettled([a?.close(), b?.close()]);
+      await stopAll();
+    });
+
+    storeContract(name, async () => {
+      const store = new RedisStore({ url: topology.url, name: 'cache' });
+      await store.connect(topology.url);
+      return store;
+    });
+
+    async function login(t: TestApp, email: string): Promise<TestClient> {
+      const c = t.client();
+      expect((await c.login(email, PASSWORD)).status).toBe(200);
+      return c;
+    }
+    const replay = (t: TestApp, c: TestClient) => t.fetch('/auth/session', { headers: { cookie: `sid_app=${c.cookies.get('sid_app')}` } });
+
+    it('login on one instance is valid on the other; logout-all on the other ends every session', async () => {
+      const { email } = await a.createUser({ password: PASSWORD });
+      const one = await login(a, email);
+      const two = await login(a, email);
+      expect((await replay(b, one)).status).toBe(200);
+      expect((await b.fetch('/auth/logout-all', { method: 'POST', headers: { cookie: `sid_app=${one.cookies.get('sid_app')}` } })).status).toBe(204);
+      expect((await replay(a, one)).status).toBe(401);
+      expect((await replay(b, two)).status).toBe(401);
+      expect((await two.fetch('/auth/session')).status).toBe(401);
+    });
+
+    it('an OAuth state is good once, even when ten callbacks race for it', async () => {
+      const store = a.instance.stores.forRole('oauthState');
+      const key = `${keyPrefix}oauth-state:${sha256(randomUUID())}`;
+      await store.set(key, '{"providerId":"x"}', { ttl: 600 });
+      const taken = await Promise.all(Array.from({ length: 10 }, () => store.getDel(key)));
+      expect(taken.filter((v) => v !== null)).toHaveLength(1);
+    });
+
+    it('the login rate limit counts across instances: 5 wrong passwords, then 429 on either', async () => {
+      const { email } = await a.createUser({ password: PASSWORD });
+      for (let i = 0; i < 5; i++) {
+        const t = i % 2 ? b : a;
+        expect((await t.client().login(email, 'wrong password')).status).toBe(401);
+      }
+      expect((await b.client().login(email, PASSWORD)).status).toBe(429);
+      expect((await a.client().login(email, PASSWORD)).status).toBe(429);
+    });
+
+    it('the master holding a session dies after replicating it: a replica takes over and the session still works', async () => {
+      const { email } = await a.createUser({ password: PASSWORD });
+      const c = await login(a, email);
+      const key = `${keyPrefix}session:${sha256(c.cookies.get('sid_app')!)}`;
+      const master = await topology.masterFor(key);
+      // WAIT covers this connection's writes; replication is ordered, so one write to the same slot
+      // acknowledged by a replica means the session record before it is there too.
+      const probe = new Redis({ port: master, host: '127.0.0.1' });
+      await probe.set(`{${key}}:replicated`, '1');
+      expect(Number(await probe.call('WAIT', '1', '5000'))).toBeGreaterThanOrEqual(1);
+      probe.disconnect();
+
+      await kill(master);
+      // During the failover 503 is allowed; afterwards the session answers again, on both instances.
+      await until('the session answers 200 after the failover', async () => (await replay(b, c)).status === 200, 60_000);
+      expect(await topology.masterFor(key)).not.toBe(master);
+      expect((await replay(a, c)).status).toBe(200);
+      expect((await b.fetch('/health')).status).toBe(200);
+    }, 90_000);
+  });
+}
+
+scaleOut('Redis Cluster (3 masters + 3 replicas)', async () => {
+  const cluster: ClusterTopology = await startCluster();
+  return { url: cluster.url, masterFor: (key) => cluster.masterOf(key) };
+});
+
+scaleOut('Redis with Sentinel (primary + replica + 3 Sentinels)', async () => {
+  const sentinel: SentinelTopology = await startSentinel();
+  return { url: sentinel.url, masterFor: () => sentinel.master() };
+});

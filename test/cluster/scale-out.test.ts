@@ -85,6 +85,25 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
       expect((await a.client().login(email, PASSWORD)).status).toBe(429);
     });
 
+    it('the cache list (admin) pages through the keys of every master, with their TTLs', async () => {
+      const { email } = await a.createUser({ password: PASSWORD, admin: true });
+      const adminClient = await login(a, email);
+      const store = a.instance.stores.forRole('sessions');
+      // 30 keys spread over the slots (and so over every master of a cluster).
+      const keys = Array.from({ length: 30 }, (_, i) => `${keyPrefix}listed:${i}`);
+      for (const key of keys) await store.set(key, 'v', { ttl: 600 });
+      const seen: string[] = [];
+      for (let offset = 0; ; offset += 25) {
+        const res = await adminClient.fetch(`/svc__cache/cacheEntries?${new URLSearchParams({ pattern: `${keyPrefix}listed:*`, offset: String(offset), limit: '25' })}`);
+        expect(res.status).toBe(200);
+        const page = (await res.json()) as { items: { key: string; ttl: number; type: string }[]; hasMore: boolean };
+        for (const item of page.items) expect(item).toMatchObject({ type: 'string', ttl: expect.any(Number) });
+        seen.push(...page.items.map((i) => i.key));
+        if (!page.hasMore) break;
+      }
+      expect(seen.sort()).toEqual([...keys].sort());
+    });
+
     it('the master holding a session dies after replicating it: a replica takes over and the session still works', async () => {
       const { email } = await a.createUser({ password: PASSWORD });
       const c = await login(a, email);

@@ -22,6 +22,11 @@ describe('Cache-Control', () => {
   afterAll(() => t?.close());
 
   const noStore = (res: Response, what: string) => expect(res.headers.get('cache-control'), what).toBe('no-store');
+  /** Issue 19 part 2 (security-headers.test.ts in-process): once each, also on Node's response path. */
+  const securityHeaders = (res: Response, what: string) => {
+    expect(res.headers.get('x-content-type-options'), what).toBe('nosniff');
+    expect(res.headers.get('referrer-policy'), what).toBe('no-referrer');
+  };
 
   it('finding 10: GET /auth/session (with and without expand=user) is no-store', async () => {
     for (const path of ['/auth/session', '/auth/session?expand=user', '/api/auth/session']) {
@@ -67,7 +72,7 @@ describe('Cache-Control', () => {
     expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
   });
 
-  it('finding 10: the real process (Node response path) sends no-store too, and keeps a handler\'s own header', async () => {
+  it('finding 10: the real process (Node response path) sends no-store too, and keeps a handler\'s own header; nosniff and no-referrer once each (issue 19)', async () => {
     const svc = await startReadySvc({ env: { SVC_ADMIN_EMAIL: 'admin@example.com', SVC_ADMIN_PASSWORD: 'a long admin password' } });
     const login = await fetch(`${svc.url}/auth/login`, {
       method: 'POST',
@@ -76,20 +81,26 @@ describe('Cache-Control', () => {
     });
     expect(login.status).toBe(200);
     noStore(login, 'POST /auth/login');
+    securityHeaders(login, 'POST /auth/login');
     const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
     const session = await fetch(`${svc.url}/auth/session`, { headers: { cookie } });
     expect(session.status).toBe(200);
     noStore(session, 'GET /auth/session');
+    securityHeaders(session, 'GET /auth/session');
     const anonymous = await fetch(`${svc.url}/auth/session`);
     expect(anonymous.status).toBe(401);
     noStore(anonymous, '401');
+    securityHeaders(anonymous, '401');
     const todos = await fetch(`${svc.url}/svc__todo/all`, { headers: { cookie } });
     expect(todos.status).toBe(200);
     noStore(todos, '/svc__todo/all');
+    securityHeaders(todos, '/svc__todo/all');
     // A handler's own Cache-Control wins here too, and appears once.
     const script = await fetch(`${svc.url}/docs/scalar.js`);
     expect(script.status).toBe(200);
     expect(script.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    // It sets nosniff itself: still once.
+    securityHeaders(script, '/docs/scalar.js');
     await script.arrayBuffer();
   });
 });

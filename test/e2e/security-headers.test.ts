@@ -2,14 +2,10 @@
 // (JSON is never sniffed into a script or a page) and `Referrer-Policy: no-referrer` (redirects to an
 // identity provider and the /docs page tell no one where the browser came from), next to
 // `Cache-Control: no-store` (cache-control.test.ts) and /docs' CSP (docs.test.ts). Checked in-process
-// (headers set on the Response) and through the real socket (set on Node's response before the
-// handler), as in cache-control.test.ts. The deployment suite (test/deploy/) checks them through nginx.
+// here; through the real socket in cache-control.test.ts (with no-store); through nginx in test/deploy/.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
-import { startReadySvc, stopAll } from '../support/spawn.ts';
-
-afterAll(stopAll);
 
 const apiHeaders = (res: Response, what: string) => {
   expect(res.headers.get('x-content-type-options'), what).toBe('nosniff');
@@ -55,28 +51,5 @@ describe('security headers', () => {
     expect(script.status).toBe(200);
     apiHeaders(script, '/docs/scalar.js');
     expect(script.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
-  });
-
-  it('the real process sends them too, once each', async () => {
-    const svc = await startReadySvc({ env: { SVC_ADMIN_EMAIL: 'admin@example.com', SVC_ADMIN_PASSWORD: 'a long admin password' } });
-    const login = await fetch(`${svc.url}/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'admin@example.com', password: 'a long admin password' }),
-    });
-    expect(login.status).toBe(200);
-    apiHeaders(login, 'POST /auth/login');
-    const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
-    const session = await fetch(`${svc.url}/auth/session`, { headers: { cookie } });
-    expect(session.status).toBe(200);
-    apiHeaders(session, 'GET /auth/session');
-    const anonymous = await fetch(`${svc.url}/auth/session`);
-    expect(anonymous.status).toBe(401);
-    apiHeaders(anonymous, '401');
-    // A handler that sets nosniff itself (the /docs script) does not send it twice.
-    const script = await fetch(`${svc.url}/docs/scalar.js`);
-    expect(script.status).toBe(200);
-    apiHeaders(script, '/docs/scalar.js');
-    await script.arrayBuffer();
   });
 });

@@ -2,10 +2,10 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '**/node_modules/', 'test/support/mongo-java-server/target/', 'coverage/'] },
+  { ignores: ['node_modules/', '**/node_modules/', 'test/support/mongo-java-server/target/', 'coverage/', 'dist/', 'test-results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
-  { files: ['bin/**/*.js'], languageOptions: { globals: { process: 'readonly' } } },
+  { files: ['bin/**/*.js'], languageOptions: { globals: { process: 'readonly', URL: 'readonly' } } },
   // The deployment suite's static frontend runs in the browser.
   {
     files: ['test/deploy/frontend/**/*.js'],

@@ -5,6 +5,8 @@
 // address, and must not create users that look verified.
 
 import { createHash, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PROVIDER_COLLECTION } from '../../src/auth/oauth/providers.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
@@ -469,5 +471,76 @@ describe("Autodesk: the userinfo endpoint APS documents (api.aps.autodesk.com/us
     expect(location).toBe('/');
     expect((await sessionUser(b)).user).toMatchObject({ email: claims.email, email_verified: true, oauthAccounts: [{ provider: 'autodesk', providerAccountId: 'ABCDEFGH' }] });
     expect(calls(aps, before)).toEqual(['POST developer.api.autodesk.com/authentication/v2/token', 'GET api.aps.autodesk.com/userinfo']);
+  });
+});
+
+describe('VK ID: OAuth 2.1 at id.vk.ru with PKCE, the callback\'s device_id in the token request, POST /oauth2/user_info', () => {
+  // A stand-in serving only VK ID's paths; it refuses a token request without device_id or a verifier
+  // that matches the challenge, and a profile request without client_id and the access token.
+  const requests: { path: string; form: Record<string, string> }[] = [];
+  const challenges = new Map<string, string>();
+  let vk: http.Server;
+  let restore: () => void;
+  const ACCESS = `vk-access-${randomUUID()}`;
+  beforeAll(async () => {
+    vk = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const form = Object.fromEntries(new URLSearchParams(body));
+        requests.push({ path: req.url ?? '', form });
+        const json = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+        if (req.method === 'POST' && req.url === '/oauth2/auth') {
+          const challenge = challenges.get(form.code ?? '');
+          if (!form.device_id || !challenge || s256(form.code_verifier ?? '') !== challenge || form.grant_type !== 'authorization_code' || form.client_id !== 'vk-app') {
+            return json(400, { error: 'invalid_request' });
+          }
+          return json(200, { access_token: ACCESS, refresh_token: 'r', id_token: 'i', token_type: 'Bearer', expires_in: 3600, user_id: 1234567, state: form.state });
+        }
+        if (req.method === 'POST' && req.url === '/oauth2/user_info') {
+          if (form.client_id !== 'vk-app' || form.access_token !== ACCESS) return json(401, { error: 'invalid_token' });
+          return json(200, { user: { user_id: '1234567', first_name: 'Ivan', last_name: 'Petrov', avatar: 'https://sun.userapi.com/a.jpg', email: 'ivan@example.ru', verified: true } });
+        }
+        json(404, { error: 'not_found' });
+      });
+    });
+    await new Promise<void>((r) => vk.listen(0, '127.0.0.1', () => r()));
+    restore = routeHosts({ 'id.vk.ru': `http://127.0.0.1:${(vk.address() as AddressInfo).port}` });
+    scan.addTokenSet(new Set([ACCESS]));
+  });
+  afterAll(async () => {
+    restore?.();
+    await admin.fetch('/auth/providers/vk', { method: 'DELETE' });
+    await new Promise<void>((r) => vk.close(() => r()));
+  });
+
+  it('logs in: authorize at id.vk.ru with S256, the exchange sends device_id and the verifier, the profile comes from user_info', async () => {
+    const created = await createProvider({ providerId: 'vk', type: 'arctic', clientId: 'vk-app' });
+    expect(created).toMatchObject({ label: 'VK ID', scopes: ['vkid.personal_info', 'email'] });
+    const b = browser();
+    const { authorizeUrl } = await b.start('vk');
+    expect(`${authorizeUrl!.origin}${authorizeUrl!.pathname}`).toBe('https://id.vk.ru/authorize');
+    expect(authorizeUrl!.searchParams.get('code_challenge_method')).toBe('S256');
+    const code = uniq('vk-code');
+    challenges.set(code, authorizeUrl!.searchParams.get('code_challenge')!);
+    const callback = new URL(`${SVC_BASE}/api/auth/oauth/vk/callback`);
+    callback.search = new URLSearchParams({ code, state: authorizeUrl!.searchParams.get('state')!, device_id: 'device-42', type: 'code_v2' }).toString();
+    const res = await b.callback(callback);
+    expect(res.headers.get('location')).toBe('/');
+    // VK's `verified` is about the account, not the email: unverified.
+    expect((await sessionUser(b)).user).toMatchObject({ email: 'ivan@example.ru', email_verified: false, firstname: 'Ivan', lastname: 'Petrov', oauthAccounts: [{ provider: 'vk', providerAccountId: '1234567' }] });
+    const token = requests.find((r) => r.path === '/oauth2/auth' && r.form.code === code)!;
+    expect(token.form).toMatchObject({ device_id: 'device-42', client_id: 'vk-app', redirect_uri: `${SVC_BASE}/api/auth/oauth/vk/callback` });
+  });
+
+  it('a callback without device_id fails the exchange (token_exchange_failed), and no user is created', async () => {
+    const b = browser();
+    const { authorizeUrl } = await b.start('vk');
+    const code = uniq('vk-code');
+    challenges.set(code, authorizeUrl!.searchParams.get('code_challenge')!);
+    const callback = new URL(`${SVC_BASE}/api/auth/oauth/vk/callback`);
+    callback.search = new URLSearchParams({ code, state: authorizeUrl!.searchParams.get('state')! }).toString();
+    expect((await b.callback(callback)).headers.get('location')).toBe('/?auth_error=token_exchange_failed');
+    expect(b.sessionId).toBeUndefined();
   });
 });

@@ -137,10 +137,11 @@ describe.each(catalog.map((entry) => [entry.id, entry] as const))('%s: construct
       expect(proto.validateAuthorizationCode!.length).toBe(entry.id === 'startgg' ? 2 : 1);
       return;
     }
-    if (entry.id === 'coinbase') {
-      // arctic's class has no PKCE (its exchange takes only the code): the adapter replaces both methods.
+    if (entry.id === 'coinbase' || entry.id === 'vk') {
+      // arctic's class has no PKCE (its exchange takes only the code): the adapter replaces both methods
+      // (VK ID's also takes the callback's parameters, for `device_id`).
       expect(proto.validateAuthorizationCode!.length).toBe(1);
-      expect(loose(build(entry).client).validateAuthorizationCode.length).toBe(2);
+      expect(loose(build(entry).client).validateAuthorizationCode.length).toBe(entry.id === 'vk' ? 3 : 2);
     } else expect(proto.validateAuthorizationCode!.length).toBe(2);
     if (entry.id === 'myanimelist') {
       // MyAnimeList supports only the plain method; arctic sends it.

@@ -993,21 +993,58 @@ export const catalog: CatalogEntry[] = [
     }),
   },
   {
-    // VK returns `user_id` and (with the `email` scope) `email` in the token response; users.get adds the name.
+    // VK ID (id.vk.ru/about/business/go/docs/ru/vkid/latest/vk-id/connection/start-integration/auth-without-sdk/auth-without-sdk-web,
+    // and the VK ID FAQ id.vk.ru/about/faq/business/vkid/OAuth/30022 and .../user_data/30008; checked 2026-11-24).
+    // "OAuth ВКонтакте" at oauth.vk.com, which arctic 3.7's class uses, is deprecated: VK ID is OAuth 2.1
+    // at id.vk.ru with PKCE S256 required, the callback's `device_id` sent back with the code, and the
+    // profile from POST /oauth2/user_info. VK's `verified` is not about the email: emails count as unverified.
     id: 'vk',
     className: 'VK',
-    label: 'VK',
-    pkce: 'none',
+    label: 'VK ID',
+    pkce: 'required',
     configKeys: [],
-    defaultScopes: ['email'],
-    create: basic,
+    defaultScopes: ['vkid.personal_info', 'email'],
+    create: (Class, o) => {
+      const oauth2 = new OAuth2Client(o.clientId, null, o.redirectUri);
+      const client = patch(basic(Class, o), 'createAuthorizationURL', () => (state, verifier, scopes) =>
+        oauth2.createAuthorizationURLWithPKCE('https://id.vk.ru/authorize', String(state), CodeChallengeMethod.S256, String(verifier), list(scopes).map(String)),
+      );
+      return patch(client, 'validateAuthorizationCode', () => async (code, verifier, params) => {
+        const callback = params instanceof URLSearchParams ? params : new URLSearchParams();
+        const deviceId = callback.get('device_id');
+        if (!deviceId) throw new Error('the VK ID callback has no device_id');
+        const res = await fetch('https://id.vk.ru/oauth2/auth', {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+          body: new URLSearchParams({
+            grant_type: 'authorization_code',
+            code: String(code),
+            code_verifier: String(verifier),
+            client_id: o.clientId,
+            device_id: deviceId,
+            redirect_uri: o.redirectUri,
+            state: callback.get('state') ?? '',
+          }),
+          signal: AbortSignal.timeout(USERINFO_TIMEOUT_MS),
+        });
+        const json = obj(await res.json().catch(() => ({})));
+        if (!res.ok || typeof json.access_token !== 'string') throw new Error(`VK ID answered ${res.status} ${str(json.error) ?? ''}`.trim());
+        // The profile call needs the client id too: it travels with the tokens (never shown to anyone).
+        return new OAuth2Tokens({ ...json, svc_client_id: o.clientId });
+      });
+    },
     userInfo: custom(
       async (tokens, _c, http) => {
-        const data = tokenData(tokens);
-        const users = await call(http, 'https://api.vk.com/method/users.get?v=5.199&fields=photo_200', tokens.accessToken());
-        return { ...obj(list(users.response)[0]), user_id: data.user_id, email: data.email };
+        const res = await http('https://id.vk.ru/oauth2/user_info', {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+          body: new URLSearchParams({ client_id: str(tokenData(tokens).svc_client_id) ?? '', access_token: tokens.accessToken() }),
+          signal: AbortSignal.timeout(USERINFO_TIMEOUT_MS),
+        });
+        if (!res.ok) throw new Error(`user info answered ${res.status}`);
+        return obj(obj(await res.json()).user);
       },
-      (j) => profile({ id: j.user_id ?? j.id, email: j.email, name: joinName(j.first_name, j.last_name), avatarUrl: j.photo_200 }),
+      (u) => profile({ id: u.user_id, email: u.email, name: joinName(u.first_name, u.last_name), avatarUrl: u.avatar }),
     ),
   },
   {

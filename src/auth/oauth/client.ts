@@ -101,7 +101,8 @@ function builtinClient(doc: ProviderDoc, secret: string, entry: CatalogEntry): P
       return url;
     },
     async exchange(code, verifier, callback) {
-      const tokens = await (pkce ? client.validateAuthorizationCode(code, verifier) : client.validateAuthorizationCode(code));
+      // The callback's parameters go along: an adapter may need one (VK ID's `device_id`); arctic's classes ignore them.
+      const tokens = await (pkce ? client.validateAuthorizationCode(code, verifier, callback?.params) : client.validateAuthorizationCode(code));
       if (source.kind === 'verifiedIdToken') {
         const claims = await verifyIdToken(tokens.idToken(), { issuer: source.issuer, jwksUri: source.jwksUri, audience: doc.clientId, nonce: callback?.nonce ?? null });
         verified.set(tokens, { claims, callback: callback?.params ?? new URLSearchParams() });

@@ -544,3 +544,31 @@ describe('VK ID: OAuth 2.1 at id.vk.ru with PKCE, the callback\'s device_id in t
     expect(b.sessionId).toBeUndefined();
   });
 });
+
+describe('Yandex: the user-info call sends "Authorization: OAuth <token>", as Yandex ID documents', () => {
+  let yandex: FakeProvider;
+  let restore: () => void;
+  beforeAll(async () => {
+    // Like Yandex ID, the stand-in accepts only `Authorization: OAuth <token>` on /info.
+    yandex = await startFakeProvider({ token: '/token', userInfo: '/info?format=json' }, { authScheme: 'OAuth' });
+    scan.addTokenSet(yandex.issued);
+    restore = routeHosts({ 'oauth.yandex.com': yandex.baseURL, 'login.yandex.ru': yandex.baseURL });
+  });
+  afterAll(async () => {
+    restore?.();
+    await admin.fetch('/auth/providers/yandex', { method: 'DELETE' });
+    await yandex?.close();
+  });
+
+  it('reads login.yandex.ru/info with the OAuth scheme; default_email counts as unverified', async () => {
+    await createProvider({ providerId: 'yandex', type: 'arctic' });
+    const before = yandex.requests.length;
+    // Yandex ID's documented answer (login:info, login:email, login:avatar).
+    const info = { id: '1000034426', login: 'ivan', client_id: 'svc-client', display_name: 'Ivan', real_name: 'Ivan Ivanov', default_email: `${uniq('ya')}@yandex.ru`, default_avatar_id: '131652443', is_avatar_empty: false };
+    const { b, location } = await login('yandex', info, yandex);
+    expect(location).toBe('/');
+    expect((await sessionUser(b)).user).toMatchObject({ email: info.default_email, email_verified: false, oauthAccounts: [{ provider: 'yandex', providerAccountId: '1000034426' }] });
+    expect(calls(yandex, before)).toEqual(['POST oauth.yandex.com/token', 'GET login.yandex.ru/info?format=json']);
+    expect(yandex.requests[before + 1]!.authorization).toMatch(/^OAuth \S+$/);
+  });
+});

@@ -27,6 +27,8 @@ export interface FakeProviderRequest {
 export interface FakeProviderOptions {
   /** Headers every user-info request must carry exactly (e.g. Etsy's `x-api-key`): else 403, as the real API answers. */
   requireHeaders?: Record<string, string>;
+  /** The Authorization scheme the user-info paths accept (default `Bearer`; anything else is 401). */
+  authScheme?: string;
   /** Access tokens start with this (Etsy's are `<user_id>.<token>`). */
   accessTokenPrefix?: string;
 }
@@ -71,7 +73,7 @@ export async function startFakeProvider(paths: { token: string; userInfo: string
       return;
     }
     if (req.method === 'GET' && userInfo.has(path)) {
-      const token = /^Bearer (\S+)$/.exec(record.authorization)?.[1];
+      const token = new RegExp(`^${opts.authScheme ?? 'Bearer'} (\\S+)$`).exec(record.authorization)?.[1];
       if (!token || !issued.has(token)) return json(401, { error: 'invalid_token' });
       for (const [name, value] of Object.entries(opts.requireHeaders ?? {})) {
         if (req.headers[name.toLowerCase()] !== value) return json(403, { error: `the ${name} header is missing or wrong` });

@@ -23,6 +23,8 @@ export type UserInfoSource =
       kind: 'userinfo';
       url: string | ((config: Record<string, unknown>) => string);
       headers?: Record<string, string>;
+      /** The Authorization scheme the provider documents (default `Bearer`; Yandex: `OAuth`). */
+      scheme?: string;
       map?: (json: Record<string, unknown>) => Profile;
     }
   /** Claims of the id_token (OpenID Connect); through `map` (default: the generic mapping). */

@@ -140,11 +140,12 @@ const pkcs8 = (key: string): Uint8Array => new Uint8Array(Buffer.from(key.replac
 
 /** An OpenID Connect userinfo endpoint read with the generic mapping (`sub`, `email`, `email_verified`, `name`, `picture`). */
 const oidc = (url: string | ((config: Json) => string)): UserInfoSource => ({ kind: 'userinfo', url });
-const userinfo = (url: string | ((config: Json) => string), map: (json: Json) => Profile, headers?: Record<string, string>): UserInfoSource => ({
+const userinfo = (url: string | ((config: Json) => string), map: (json: Json) => Profile, headers?: Record<string, string>, scheme?: string): UserInfoSource => ({
   kind: 'userinfo',
   url,
   map,
   ...(headers ? { headers } : {}),
+  ...(scheme ? { scheme } : {}),
 });
 const custom = (fetchProfile: (tokens: OAuth2Tokens, config: Json, http: typeof fetch) => Promise<Json>, map: (raw: Json) => Profile): UserInfoSource => ({
   kind: 'custom',
@@ -1090,13 +1091,19 @@ export const catalog: CatalogEntry[] = [
     configKeys: [],
     defaultScopes: ['login:email', 'login:info', 'login:avatar'],
     create: basic,
-    userInfo: userinfo('https://login.yandex.ru/info?format=json', (j) =>
-      profile({
-        id: j.id,
-        email: j.default_email,
-        name: j.real_name ?? j.display_name ?? j.login,
-        avatarUrl: j.is_avatar_empty === true || !str(j.default_avatar_id) ? undefined : `https://avatars.yandex.net/get-yapic/${str(j.default_avatar_id)}/islands-200`,
-      }),
+    // Yandex ID documents `Authorization: OAuth <token>` for login.yandex.ru/info
+    // (yandex.com/dev/id/doc/en/user-information, checked 2026-11-24); `default_email` has no verified flag.
+    userInfo: userinfo(
+      'https://login.yandex.ru/info?format=json',
+      (j) =>
+        profile({
+          id: j.id,
+          email: j.default_email,
+          name: j.real_name ?? j.display_name ?? j.login,
+          avatarUrl: j.is_avatar_empty === true || !str(j.default_avatar_id) ? undefined : `https://avatars.yandex.net/get-yapic/${str(j.default_avatar_id)}/islands-200`,
+        }),
+      undefined,
+      'OAuth',
     ),
   },
   {

@@ -89,8 +89,8 @@ function builtinClient(doc: ProviderDoc, secret: string, entry: CatalogEntry): P
     validateAuthorizationCode(...args: unknown[]): Promise<OAuth2Tokens>;
   };
   const pkce = entry.pkce !== 'none';
-  const scheme = doc.config.userInfoAuthorizationScheme ?? 'Bearer';
   const source = entry.userInfo;
+  const scheme = doc.config.userInfoAuthorizationScheme ?? (source.kind === 'userinfo' ? source.scheme : undefined) ?? 'Bearer';
   const checksIdToken = source.kind === 'verifiedIdToken';
   return {
     pkce,

@@ -348,6 +348,14 @@ function report(meta: Record<string, unknown>, summaries: StackSummary[], storm:
       ['svc store commands per request', svc.commandsPerRequest, '= 1', (x) => Math.abs(x - 1) < 0.01],
       ['svc peak RSS MB (session runs)', svc.peakRssMB ?? NaN, '< 150', (x) => x < 150],
     ];
+    const cached = by.get('svc-cache');
+    if (cached) {
+      goals.push(
+        ['svc (localCache) / lean (req/s)', ratio(cached.reqPerSec, by.get('lean')?.reqPerSec), '>= 1.5', (x) => x >= 1.5],
+        ['p99 svc (localCache) / lean', ratio(cached.p99, by.get('lean')?.p99), '<= 1', (x) => x <= 1],
+        ['svc (localCache) store commands per request', cached.commandsPerRequest, '< 0.01', (x) => x < 0.01],
+      );
+    }
     if (storm) goals.push(['svc session p99 ms during the logins', storm.during.p99, '<= 50', (x) => x <= 50]);
     lines.push('| measure | value | goal | |');
     lines.push('|---|---:|---|---|');

@@ -90,45 +90,59 @@ async function startPeer(ctx: StackContext, id: string, file: string, env: Recor
 /** The login credentials svc's bootstrap admin gets (a random password per bench run). */
 export const svcAdmin = { email: 'bench-admin@example.com', password: randomBytes(18).toString('base64url') };
 
-const svc: Stack = {
-  id: 'svc',
-  label: 'svc',
-  description:
-    'The real service (`node --import tsx src/server.ts`), Redis store, embedded database, `LOG_LEVEL=warn`; ' +
-    '`GET /auth/session` with the cookie from `POST /auth/login` (sliding TTL: one GETEX).',
-  path: '/auth/session',
-  async start(ctx) {
-    const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-bench-app-'));
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-bench-data-'));
-    ctx.tempDirs.push(appRoot, dataDir);
-    mkdirSync(appRoot, { recursive: true });
-    // trustProxy: the login storm speaks for many clients through X-Forwarded-For (per-IP login limits).
-    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false } }, server: { trustProxy: 1 } }));
-    const port = await freePort();
-    const child = startChild({
-      name: 'svc',
-      argv: ['node', ...ctx.nodeFlags('svc'), 'src/server.ts'],
-      cwd: ctx.svcDir,
-      env: {
-        ...baseEnv(),
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        CACHE_URL: ctx.redisUrl,
-        LOG_LEVEL: 'warn',
-        SVC_APP_PATH: appRoot,
-        SVC_DATA_DIR: dataDir,
-        SVC_ADMIN_EMAIL: svcAdmin.email,
-        SVC_ADMIN_PASSWORD: svcAdmin.password,
-        ...ctx.svcEnv,
-      },
-    });
-    const url = `http://127.0.0.1:${port}`;
-    await waitHealthy(child, `${url}/health`, 60_000);
-    return { child, url };
-  },
-  login: (url) => loginAt(`${url}/auth/login`, svcAdmin),
-  check: (body) => isObject(body) && typeof body.userId === 'string' && typeof body.expiresAt === 'string',
-};
+/**
+ * svc as `npm start` runs it (`node bin/start.js`: the compiled service in dist/, built first when
+ * stale), with `session` merged into `auth.session` of its config.
+ */
+function svcStack(id: string, label: string, session: Record<string, unknown>, what: string): Stack {
+  return {
+    id,
+    label,
+    description:
+      'The real service as `npm start` runs it (`node bin/start.js`, compiled), Redis store, embedded database, `LOG_LEVEL=warn`; ' +
+      `\`GET /auth/session\` with the cookie from \`POST /auth/login\` (${what}).`,
+    path: '/auth/session',
+    async start(ctx) {
+      const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-bench-app-'));
+      const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-bench-data-'));
+      ctx.tempDirs.push(appRoot, dataDir);
+      mkdirSync(appRoot, { recursive: true });
+      // trustProxy: the login storm speaks for many clients through X-Forwarded-For (per-IP login limits).
+      writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false }, session }, server: { trustProxy: 1 } }));
+      const port = await freePort();
+      const child = startChild({
+        name: id,
+        argv: ['node', ...ctx.nodeFlags(id), 'bin/start.js'],
+        cwd: ctx.svcDir,
+        env: {
+          ...baseEnv(),
+          HOST: '127.0.0.1',
+          PORT: String(port),
+          CACHE_URL: ctx.redisUrl,
+          LOG_LEVEL: 'warn',
+          SVC_APP_PATH: appRoot,
+          SVC_DATA_DIR: dataDir,
+          SVC_ADMIN_EMAIL: svcAdmin.email,
+          SVC_ADMIN_PASSWORD: svcAdmin.password,
+          ...ctx.svcEnv,
+        },
+      });
+      const url = `http://127.0.0.1:${port}`;
+      await waitHealthy(child, `${url}/health`, 120_000);
+      return { child, url };
+    },
+    login: (url) => loginAt(`${url}/auth/login`, svcAdmin),
+    check: (body) => isObject(body) && typeof body.userId === 'string' && typeof body.expiresAt === 'string',
+  };
+}
+
+const svc = svcStack('svc', 'svc', {}, 'the default: sliding TTL, one GETEX per request');
+const svcCached = svcStack(
+  'svc-cache',
+  'svc (localCache)',
+  { localCache: true },
+  '`auth.session.localCache: true`: records from memory, kept exact by Redis key tracking; the TTL pushed at most once a minute per session',
+);
 
 const express: Stack = {
   id: 'express',
@@ -193,6 +207,7 @@ const bare: Stack = {
 /** In ABBA order the list is run forwards, then backwards. */
 export const STACKS: Stack[] = [
   svc,
+  svcCached,
   express,
   fastify,
   betterAuth('better-auth', 'better-auth', undefined, 'Its default `updateAge` (1 day): within a run the session is only read, its expiry does not move.'),

@@ -123,7 +123,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     });
   } catch (err) {
     await instance.realtime.close();
-    instance.auth.close();
+    await instance.auth.close();
     await Promise.allSettled([stores.close(), db.close()]);
     throw err;
   }
@@ -152,7 +152,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
         });
       });
       await realtimeClosed;
-      instance.auth.close();
+      await instance.auth.close();
       await Promise.allSettled([stores.close(), db.close()]);
       log.info('stopped');
     })());

@@ -84,6 +84,7 @@ export class Auth {
 
   static async create(config: Config, stores: Stores, db: Database, logger: Logger): Promise<Auth> {
     const sessions = new SessionService(stores.forRole('sessions'), config, logger);
+    await sessions.startLocalCache();
     const users = await UserService.open(db);
     const providers = await ProviderService.open(db, config);
     if (!providers.secrets.encrypts) {
@@ -359,7 +360,7 @@ export class Auth {
     return c.get('authUser')?.isAdmin ?? false;
   }
 
-  close(): void {
-    this.sessions.close();
+  close(): Promise<void> {
+    return this.sessions.close();
   }
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/load.ts';
 import type { AuthUser } from '../http/env.ts';
 import type { Store } from '../store/store.ts';
+import { SessionCache } from './session-cache.ts';
 
 /** What the store keeps under `auth:session:<sha256hex>` (CONTRACT section 3). Times are epoch ms. */
 export interface SessionRecord extends AuthUser {
@@ -64,8 +65,12 @@ export class SessionService {
   private readonly touched = new Set<string>();
   private readonly cleanupTimer: NodeJS.Timeout;
   private readonly endListeners: ((hashes: string[]) => Promise<void>)[] = [];
-  /** hash -> when this instance last wrote its "last seen" (insertion order = age, for eviction). */
-  private readonly seenWritten = new Map<string, number>();
+  /** When this instance last wrote each session's "last seen". */
+  private readonly seen = new Throttle(SEEN_INTERVAL_MS, SEEN_MEMORY);
+  /** `auth.session.localCache`: the records, and when this instance last pushed each sliding TTL. */
+  private readonly cache: SessionCache | null;
+  private readonly touches: Throttle | null;
+  private stopTracking?: () => Promise<void>;
   private readonly changeListeners: ((hashes: string[]) => Promise<void>)[] = [];
 
   constructor(
@@ -79,6 +84,34 @@ export class SessionService {
     this.sliding = config.auth.session.ttlMode === 'sliding';
     this.maxLifetimeMs = config.auth.session.maxLifetime * 1000;
     this.cleanupTimer = setInterval(() => void this.cleanup(), config.auth.session.cleanupInterval * 1000).unref();
+    const { localCache, localCacheSize, localCacheMaxAge, touchInterval } = config.auth.session;
+    this.cache = localCache && store.track ? new SessionCache(localCacheSize, localCacheMaxAge * 1000) : null;
+    this.touches = this.cache ? new Throttle(touchInterval * 1000, localCacheSize) : null;
+    if (localCache && !store.track) logger.info({ store: store.name }, 'auth.session.localCache: this store is in-process already (or cannot track keys); no local cache');
+  }
+
+  /**
+   * Starts the local cache's invalidations (`auth.session.localCache`). Until Redis confirms tracking,
+   * and whenever the tracking connection is lost, lookups go to the store as without the cache.
+   */
+  async startLocalCache(): Promise<void> {
+    const cache = this.cache;
+    if (!cache || !this.store.track) return;
+    const sessionPrefix = this.key('');
+    try {
+      this.stopTracking = await this.store.track(sessionPrefix, {
+        invalidate: (keys) => {
+          if (keys === null) return cache.clear();
+          for (const key of keys) if (key.startsWith(sessionPrefix)) cache.evict(key.slice(sessionPrefix.length));
+        },
+        live: (on) => {
+          cache.setLive(on);
+          this.logger.info({ store: this.store.name }, on ? 'local session cache on: Redis tracks session keys' : 'local session cache bypassed until key tracking is back');
+        },
+      });
+    } catch (err) {
+      this.logger.warn({ store: this.store.name, err: (err as Error).message }, 'auth.session.localCache: no local cache');
+    }
   }
 
   private key(hash: string) {
@@ -165,7 +198,7 @@ export class SessionService {
   private async ended(hashes: string[]): Promise<void> {
     if (!hashes.length) return;
     for (const hash of hashes) {
-      this.seenWritten.delete(hash);
+      this.seen.forget(hash);
       await this.store.del(this.seenKey(hash));
       await this.store.del(this.originKey(hash));
     }
@@ -174,15 +207,18 @@ export class SessionService {
 
   /**
    * The hot path: the session behind a cookie value, or null. Sliding mode reads and resets the TTL
-   * in one `GETEX`; `maxLifetime` caps a sliding session in code (no second command).
+   * in one `GETEX`; `maxLifetime` caps a sliding session in code (no second command). With the local
+   * cache, a cached record answers without the store, and the TTL is pushed at most once per
+   * `touchInterval` per session by this instance (a `GETEX` that also re-reads the record).
    */
   async lookup(id: string): Promise<Session | null> {
     if (!ID_PATTERN.test(id)) return null; // forged or truncated cookie: no store round trip
     const hash = hashSessionId(id);
-    const raw = this.sliding ? await this.store.getEx(this.key(hash), this.ttl) : await this.store.get(this.key(hash));
-    if (raw === null) return null;
-    const record = JSON.parse(raw) as SessionRecord;
     const now = this.now();
+    const push = this.sliding && (this.touches?.take(hash, now) ?? true);
+    const record = (push ? undefined : this.cache?.get(hash, now)) ?? (await this.read(hash, push, now));
+    if (record === null) return null;
+    let expiresAt = record.expiresAt;
     if (this.sliding) {
       const hardEnd = record.createdAt + this.maxLifetimeMs;
       if (now >= hardEnd) {
@@ -190,21 +226,34 @@ export class SessionService {
         await this.ended([hash]);
         return null;
       }
-      record.expiresAt = Math.min(now + this.ttl * 1000, hardEnd);
+      // The store's TTL runs from the last push: this instance's (the cache), or now (no cache).
+      expiresAt = Math.min((this.touches?.lastAt(hash) ?? now) + this.ttl * 1000, hardEnd);
     }
     this.markSeen(hash, now);
-    return { ...record, hash };
+    return { ...record, expiresAt, hash };
+  }
+
+  /** One store read of a session record (GETEX when `push`), kept by the local cache if it has one. */
+  private async read(hash: string, push: boolean, now: number): Promise<SessionRecord | null> {
+    const token = this.cache?.begin(hash) ?? null;
+    let record: SessionRecord | null = null;
+    try {
+      const raw = push ? await this.store.getEx(this.key(hash), this.ttl) : await this.store.get(this.key(hash));
+      record = raw === null ? null : (JSON.parse(raw) as SessionRecord);
+      return record;
+    } catch (err) {
+      if (push) this.touches?.forget(hash);
+      throw err;
+    } finally {
+      if (token) this.cache!.finish(hash, token, record, now);
+    }
   }
 
   /** Amortized "last seen" (SEEN_INTERVAL_MS); a failed write is retried on a later request. */
   private markSeen(hash: string, now: number): void {
-    const last = this.seenWritten.get(hash);
-    if (last !== undefined && now - last < SEEN_INTERVAL_MS) return;
-    this.seenWritten.delete(hash);
-    this.seenWritten.set(hash, now);
-    if (this.seenWritten.size > SEEN_MEMORY) this.seenWritten.delete(this.seenWritten.keys().next().value!);
+    if (!this.seen.take(hash, now)) return;
     this.store.set(this.seenKey(hash), String(now), { ttl: this.lifetime }).catch((err: Error) => {
-      this.seenWritten.delete(hash);
+      this.seen.forget(hash);
       this.logger.debug({ err: err.message }, 'session last-seen write failed');
     });
   }
@@ -232,7 +281,9 @@ export class SessionService {
   async destroyByPublicId(userId: string, publicId: string): Promise<Session | null> {
     const session = (await this.list(userId)).find((s) => s.publicId === publicId);
     if (!session) return null;
-    if (!(await this.store.del(this.key(session.hash)))) return null;
+    const deleted = await this.store.del(this.key(session.hash));
+    this.forget(session.hash);
+    if (!deleted) return null;
     await this.store.sRem(this.indexKey(userId), [session.hash]);
     await this.ended([session.hash]);
     return session;
@@ -253,6 +304,7 @@ export class SessionService {
     if (!ID_PATTERN.test(id)) return null;
     const hash = hashSessionId(id);
     const raw = await this.store.getDel(this.key(hash));
+    this.forget(hash);
     if (raw === null) return null;
     const record = JSON.parse(raw) as SessionRecord;
     await this.store.sRem(this.indexKey(record.userId), [hash]);
@@ -260,8 +312,15 @@ export class SessionService {
     return { ...record, hash };
   }
 
+  /** After a session key was deleted or rewritten here: this instance's cache must not wait for Redis to say so. */
+  private forget(hash: string): void {
+    this.cache?.evict(hash);
+    this.touches?.forget(hash);
+  }
+
   private async destroyHash(hash: string, userId: string): Promise<void> {
     await this.store.del(this.key(hash));
+    this.forget(hash);
     await this.store.sRem(this.indexKey(userId), [hash]);
   }
 
@@ -270,7 +329,9 @@ export class SessionService {
     const hashes = (await this.store.sMembers(this.indexKey(userId))).filter((h) => h !== keep);
     const ended: string[] = [];
     for (const hash of hashes) {
-      if (await this.store.del(this.key(hash))) ended.push(hash);
+      const deleted = await this.store.del(this.key(hash));
+      this.forget(hash);
+      if (deleted) ended.push(hash);
     }
     await this.store.sRem(this.indexKey(userId), hashes);
     await this.ended(ended);
@@ -293,7 +354,9 @@ export class SessionService {
       const { totp: had, ...record } = JSON.parse(raw) as SessionRecord;
       const isAdmin = patch.isAdmin ?? record.isAdmin;
       const totp = patch.totp ?? had === true;
-      if (await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin, ...(totp ? { totp: true } : {}) }), { xx: true, keepTtl: true })) changed.push(hash);
+      const written = await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin, ...(totp ? { totp: true } : {}) }), { xx: true, keepTtl: true });
+      this.forget(hash);
+      if (written) changed.push(hash);
     }
     if (changed.length) for (const listener of this.changeListeners) await listener(changed);
   }
@@ -321,7 +384,40 @@ export class SessionService {
     }
   }
 
-  close(): void {
+  async close(): Promise<void> {
     clearInterval(this.cleanupTimer);
+    await this.stopTracking?.();
+  }
+}
+
+/**
+ * "At most once per interval per session, in this process": remembers when it last happened for the
+ * `limit` most recently seen sessions (insertion order = age; the oldest is forgotten first, which
+ * only makes it due again).
+ */
+class Throttle {
+  private readonly last = new Map<string, number>();
+
+  constructor(
+    private readonly intervalMs: number,
+    private readonly limit: number,
+  ) {}
+
+  /** Whether it is due; if so, counts it as done now (`forget` when it then failed). */
+  take(hash: string, now: number): boolean {
+    const last = this.last.get(hash);
+    if (last !== undefined && now - last < this.intervalMs) return false;
+    this.last.delete(hash);
+    this.last.set(hash, now);
+    if (this.last.size > this.limit) this.last.delete(this.last.keys().next().value!);
+    return true;
+  }
+
+  lastAt(hash: string): number | undefined {
+    return this.last.get(hash);
+  }
+
+  forget(hash: string): void {
+    this.last.delete(hash);
   }
 }

@@ -268,6 +268,11 @@ export async function loadConfig(
   if (config.auth.cookie.hostPrefix && (config.auth.cookie.domain || !config.auth.cookie.secure)) {
     throw new ConfigError('auth.cookie.hostPrefix: a __Host- cookie needs secure: true and no domain (browsers refuse it otherwise)');
   }
+  const session = config.auth.session;
+  if (session.localCache && session.ttlMode === 'sliding' && session.touchInterval >= session.ttl) {
+    // Pushed less often than it lapses, a session in use would end.
+    throw new ConfigError(`auth.session.touchInterval (${session.touchInterval}) must be shorter than auth.session.ttl (${session.ttl})`);
+  }
   for (const role of ['sessions', 'oauthState', 'providerTokens'] as const) {
     const id = config.auth.storeInstances[role];
     if (id !== 'cache' && !env.storeUrls[id]) {

@@ -29,6 +29,14 @@ export const configSchema = v.strictObject({
           ttlMode: v.optional(v.picklist(['sliding', 'absolute']), 'sliding'),
           cleanupInterval: v.optional(positiveSeconds, 900),
           maxLifetime: v.optional(positiveSeconds, 2592000),
+          /** In-process session records kept exact by Redis key tracking (README: "Local session cache"). */
+          localCache: v.optional(v.boolean(), false),
+          /** Most records one instance keeps (least recently used out first). */
+          localCacheSize: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000_000)), 100_000),
+          /** Seconds a cached record is served before it is read again, whatever Redis says. */
+          localCacheMaxAge: v.optional(positiveSeconds, 10),
+          /** With the local cache: seconds between two pushes of a sliding TTL by one instance. */
+          touchInterval: v.optional(positiveSeconds, 60),
         }),
         {},
       ),

@@ -2,7 +2,10 @@ import { ReplyError, type Cluster, type Redis, type RedisOptions } from 'ioredis
 import type { Logger } from 'pino';
 import { UnavailableError } from '../http/errors.ts';
 import { createRedisClient, parseRedisUrl } from './redis-url.ts';
-import type { SetOptions, Store, Subscription } from './store.ts';
+import type { SetOptions, Store, Subscription, TrackingListener } from './store.ts';
+
+/** Where Redis sends the names of tracked keys to a RESP2 connection that redirects to itself. */
+const INVALIDATE_CHANNEL = '__redis__:invalidate';
 
 /** A Redis URL with its password hidden, safe for log lines and error messages. */
 export function redactUrl(url: string): string {
@@ -237,6 +240,49 @@ export class RedisStore implements Store {
         this.subscriptions.delete(channel);
         await this.run(() => sub.unsubscribe(channel)).catch(() => {}); // gone with the connection anyway
       },
+    };
+  }
+
+  /**
+   * One connection per tracked prefix, in RESP2 (ioredis 6 speaks RESP3 and drops `invalidate` pushes):
+   * `CLIENT TRACKING ON REDIRECT <its own id> BCAST PREFIX <prefix>`, then `SUBSCRIBE __redis__:invalidate`.
+   * Redis then sends the name of every key under the prefix that any client writes, deletes, or that
+   * expires, to this connection. Tracking lives and dies with the connection: `live(false)` on close,
+   * and the set-up runs again (then `live(true)`) on every reconnect. A server that refuses the set-up
+   * (Redis before 6, a proxy) leaves tracking off for good, with one warning.
+   */
+  async track(prefix: string, listener: TrackingListener): Promise<() => Promise<void>> {
+    if ((this.client as Cluster).isCluster) throw new Error('a Redis Cluster cannot track keys for a local cache (tracking is per node)');
+    const conn = (this.client as Redis).duplicate({ protocol: 2, autoResubscribe: false, enableReadyCheck: true });
+    let stopped = false;
+    let refused = false;
+    const setUp = async () => {
+      try {
+        const id = await conn.client('ID');
+        await conn.call('CLIENT', 'TRACKING', 'ON', 'REDIRECT', String(id), 'BCAST', 'PREFIX', prefix);
+        await conn.subscribe(INVALIDATE_CHANNEL);
+        if (conn.status === 'ready') listener.live(true);
+      } catch (err) {
+        if (!(err instanceof ReplyError)) return; // the connection went meanwhile: the next 'ready' tries again
+        refused = true;
+        this.logger?.warn({ store: this.name, err: (err as Error).message }, 'the store refused key tracking (CLIENT TRACKING needs Redis 6 or later, reached directly): the local session cache stays off');
+        conn.disconnect();
+      }
+    };
+    conn.on('ready', () => void setUp());
+    conn.on('close', () => listener.live(false));
+    conn.on('error', () => {}); // the store's own connection reports outages
+    conn.on('messageBuffer', (channel: Buffer, keys: Buffer[] | null) => {
+      if (channel.toString() !== INVALIDATE_CHANNEL) return;
+      listener.invalidate(Array.isArray(keys) ? keys.map(String) : null);
+    });
+    await conn.connect().catch(() => {}); // down now: ioredis keeps trying, tracking starts when it is back
+    return async () => {
+      if (stopped) return;
+      stopped = true;
+      listener.live(false);
+      if (refused) return;
+      await conn.quit().catch(() => conn.disconnect());
     };
   }
 

@@ -15,6 +15,14 @@ export interface Subscription {
   unsubscribe(): Promise<void>;
 }
 
+/** What a tracking store tells its listener (`Store.track`). */
+export interface TrackingListener {
+  /** These keys changed or went (written, deleted, expired, evicted) anywhere; null: assume every key did. */
+  invalidate(keys: string[] | null): void;
+  /** true once invalidations flow; false when they may be missed (connection lost): trust nothing cached. */
+  live(on: boolean): void;
+}
+
 export interface Store {
   /** Instance id (`cache`, `cachePersistent`, ...) and Redis db index, for log lines. */
   readonly name: string;
@@ -53,6 +61,12 @@ export interface Store {
    * what was published meanwhile, so `onResume` runs when it is back, for the caller to catch up.
    */
   subscribe(channel: string, onMessage: (message: string) => void, onResume?: () => void): Promise<Subscription>;
+  /**
+   * Server-assisted invalidation of what a process keeps of keys under `prefix` (Redis `CLIENT TRACKING`
+   * in broadcasting mode). Absent where the store cannot do it: the embedded store (in-process anyway)
+   * and a Redis Cluster. Returns a function that stops tracking.
+   */
+  track?(prefix: string, listener: TrackingListener): Promise<() => Promise<void>>;
   /** Throws UnavailableError when the store is down. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -105,7 +105,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     },
     async close() {
       await instance.realtime.close();
-      instance.auth.close();
+      await instance.auth.close();
       await stores.close();
       await db.close();
     },

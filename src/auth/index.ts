@@ -1,10 +1,12 @@
 import Bowser from 'bowser';
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { serialize, type CookieOptions } from 'hono/utils/cookie';
 import type { Config } from '../config/load.ts';
 import type { Database } from '../db/index.ts';
 import type { AppEnv } from '../http/env.ts';
 import { AppError, forbidden } from '../http/errors.ts';
+import { nodeResponse, presetHeader } from '../http/response-headers.ts';
 import type { Logger } from '../logger.ts';
 import type { Stores } from '../store/index.ts';
 import { AssetTokens, type AssetResolver } from './assets.ts';
@@ -129,16 +131,20 @@ export class Auth {
 
   /** Sets the session cookie; Max-Age defaults to the session TTL (CONTRACT section 3). */
   setSessionCookie(c: Context, id: string, maxAge = this.config.auth.session.ttl): void {
-    const { secure, sameSite, domain } = this.config.auth.cookie;
     this.dropRefreshedCookie(c);
-    setCookie(c, this.cookieName, id, {
+    setCookie(c, this.cookieName, id, this.cookieOptions(maxAge));
+  }
+
+  private cookieOptions(maxAge: number): CookieOptions {
+    const { secure, sameSite, domain } = this.config.auth.cookie;
+    return {
       httpOnly: true,
       path: '/',
       secure,
       sameSite: sameSite === 'strict' ? 'Strict' : sameSite === 'lax' ? 'Lax' : 'None',
       maxAge,
       ...(domain ? { domain } : {}),
-    });
+    };
   }
 
   clearSessionCookie(c: Context): void {
@@ -154,6 +160,8 @@ export class Auth {
   private dropRefreshedCookie(c: Context): void {
     if (!c.get('cookieRefreshed')) return;
     c.set('cookieRefreshed', false);
+    const outgoing = nodeResponse(c);
+    if (outgoing) return void outgoing.removeHeader('Set-Cookie');
     const headers = c.res.headers;
     const others = headers.getSetCookie().filter((line) => !line.startsWith(`${this.cookieName}=`));
     headers.delete('set-cookie');
@@ -306,7 +314,7 @@ export class Auth {
         c.set('session', session);
         const maxAge = this.sessions.cookieRefresh(session);
         if (maxAge !== null) {
-          this.setSessionCookie(c, id, maxAge);
+          presetHeader(c, 'Set-Cookie', serialize(this.cookieName, id, this.cookieOptions(maxAge)));
           c.set('cookieRefreshed', true);
         }
       }

@@ -83,15 +83,32 @@ describe('Cache-Control', () => {
     noStore(login, 'POST /auth/login');
     securityHeaders(login, 'POST /auth/login');
     const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
-    const session = await fetch(`${svc.url}/auth/session`, { headers: { cookie } });
+    const session = await fetch(`${svc.url}/auth/session`, { headers: { cookie, 'x-request-id': 'trace-42' } });
     expect(session.status).toBe(200);
     noStore(session, 'GET /auth/session');
     securityHeaders(session, 'GET /auth/session');
+    // Set before the handler on Node's response too: the request id, and the sliding session's cookie,
+    // re-issued once with the time the session has left (security review, finding 8).
+    expect(session.headers.get('x-request-id')).toBe('trace-42');
+    const refreshed = session.headers.getSetCookie();
+    expect(refreshed).toHaveLength(1);
+    expect(refreshed[0]).toMatch(new RegExp(`^${cookie}; Max-Age=(86400|86399); Path=/; HttpOnly; Secure; SameSite=Strict$`));
+    // A logout's clearing cookie replaces the refresh: one Set-Cookie, and it ends the session cookie.
+    const logout = await fetch(`${svc.url}/auth/logout`, { method: 'POST', headers: { cookie } });
+    expect(logout.status).toBe(204);
+    expect(logout.headers.getSetCookie()).toEqual([expect.stringMatching(/^sid_app=; Max-Age=0; /)]);
+    expect((await fetch(`${svc.url}/auth/session`, { headers: { cookie } })).status).toBe(401);
     const anonymous = await fetch(`${svc.url}/auth/session`);
     expect(anonymous.status).toBe(401);
     noStore(anonymous, '401');
     securityHeaders(anonymous, '401');
-    const todos = await fetch(`${svc.url}/svc__todo/all`, { headers: { cookie } });
+    const again = await fetch(`${svc.url}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'admin@example.com', password: 'a long admin password' }),
+    });
+    const cookie2 = again.headers.getSetCookie()[0]!.split(';')[0]!;
+    const todos = await fetch(`${svc.url}/svc__todo/all`, { headers: { cookie: cookie2 } });
     expect(todos.status).toBe(200);
     noStore(todos, '/svc__todo/all');
     securityHeaders(todos, '/svc__todo/all');

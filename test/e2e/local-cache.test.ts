@@ -27,6 +27,12 @@ async function until(check: () => Promise<boolean>, timeoutMs = 5000, everyMs = 
   }
 }
 
+/** The ids of the connections that track keys in broadcasting mode (CLIENT LIST flag B): one per instance. */
+async function trackingClients(probe: Redis): Promise<string[]> {
+  const list = (await probe.client('LIST').catch(() => '')) as string;
+  return list.split('\n').filter((l) => / flags=\S*B/.test(l)).map((l) => /\bid=(\d+)/.exec(l)![1]!);
+}
+
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)]!;
 
 describe('auth.session.localCache settings', () => {
@@ -64,7 +70,7 @@ describe.skipIf(!redisServerAvailable)('two instances with the local cache on on
     probe.on('error', () => {});
     a = await createTestApp({ redisUrl: redis.url, db, defaultKeyPrefix: true, config });
     b = await createTestApp({ redisUrl: redis.url, db, defaultKeyPrefix: true, config });
-    await until(async () => (await probe.client('LIST')).split('\n').filter((l) => / flags=\S*B/.test(l)).length === 2);
+    await until(async () => (await trackingClients(probe)).length === 2);
   }, 30_000);
   afterAll(async () => {
     await Promise.all([a?.close(), b?.close()]);
@@ -167,8 +173,7 @@ describe.skipIf(!redisServerAvailable)('two instances with the local cache on on
     const user = await a.createUser();
     const { onA, onB } = await sessionOnBoth(user);
     await cachedOnB(onB);
-    const clients = (await probe.client('LIST')) as string;
-    const tracking = clients.split('\n').filter((l) => / flags=\S*B/.test(l)).map((l) => /\bid=(\d+)/.exec(l)![1]!);
+    const tracking = await trackingClients(probe);
     expect(tracking).toHaveLength(2);
     for (const id of tracking) await probe.client('KILL', 'ID', id);
     // Bypassed: every request reads the store again.
@@ -178,7 +183,7 @@ describe.skipIf(!redisServerAvailable)('two instances with the local cache on on
     expect((await onA.fetch('/auth/logout', { method: 'POST' })).status).toBe(204);
     expect((await onB()).status).toBe(401);
     // Tracking comes back by itself, and the cache with it.
-    await until(async () => ((await probe.client('LIST')) as string).split('\n').filter((l) => / flags=\S*B/.test(l)).length === 2);
+    await until(async () => (await trackingClients(probe)).length === 2);
     const again = await sessionOnBoth(user);
     await cachedOnB(again.onB);
   });
@@ -208,7 +213,7 @@ describe.skipIf(!redisServerAvailable)('two instances with the local cache on on
     expect(seen.filter((s) => s === 200)).toEqual([]);
     expect(new Set(seen)).toEqual(new Set([503, 401]));
     // And the cache works again after the restart.
-    await until(async () => ((await probe.client('LIST').catch(() => '')) as string).split('\n').filter((l) => / flags=\S*B/.test(l)).length === 2, 10_000);
+    await until(async () => (await trackingClients(probe)).length === 2, 10_000);
     const fresh = await sessionOnBoth(user);
     await cachedOnB(fresh.onB);
   }, 60_000);

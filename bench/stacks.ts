@@ -112,7 +112,7 @@ function svcStack(id: string, label: string, session: Record<string, unknown>, w
       const port = await freePort();
       const child = startChild({
         name: id,
-        argv: ['node', ...ctx.nodeFlags(id), 'bin/start.js'],
+        argv: ['node-js', ...ctx.nodeFlags(id), 'bin/start.js'],
         cwd: ctx.svcDir,
         env: {
           ...baseEnv(),

@@ -1,12 +1,12 @@
 // Child processes of the bench: started on free loopback ports, tracked, and killed when the bench
-// exits or is interrupted. Each Node child also preloads die-with-parent.ts, and redis-server runs
+// exits or is interrupted. Each Node child also preloads die-with-parent.mjs, and redis-server runs
 // under guard.ts, so nothing outlives a bench that was SIGKILLed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const PROJECT_DIR = fileURLToPath(new URL('../../', import.meta.url));
-const DIE_WITH_PARENT = pathToFileURL(fileURLToPath(new URL('./die-with-parent.ts', import.meta.url))).href;
+const DIE_WITH_PARENT = pathToFileURL(fileURLToPath(new URL('./die-with-parent.mjs', import.meta.url))).href;
 const GUARD = fileURLToPath(new URL('./guard.ts', import.meta.url));
 
 // One way to find a port and to wait, shared with the test suites.
@@ -56,7 +56,10 @@ export interface Child {
 
 export interface StartOptions {
   name: string;
-  /** Program and arguments; `node` means this Node with tsx and die-with-parent preloaded. */
+  /**
+   * Program and arguments; `node` means this Node with tsx and die-with-parent preloaded; `node-js`
+   * this Node with die-with-parent only (compiled JavaScript: nothing of tsx in its memory).
+   */
   argv: string[];
   env: Record<string, string>;
   cwd?: string;
@@ -66,8 +69,8 @@ export function startChild(opts: StartOptions): Child {
   hookExit();
   const [program, ...args] = opts.argv;
   if (!program) throw new Error('startChild: empty argv');
-  const command = program === 'node' ? process.execPath : program;
-  const fullArgs = program === 'node' ? ['--import', 'tsx', '--import', DIE_WITH_PARENT, ...args] : args;
+  const command = program === 'node' || program === 'node-js' ? process.execPath : program;
+  const fullArgs = program === 'node' ? ['--import', 'tsx', '--import', DIE_WITH_PARENT, ...args] : program === 'node-js' ? ['--import', DIE_WITH_PARENT, ...args] : args;
   const child = spawn(command, fullArgs, { cwd: opts.cwd ?? PROJECT_DIR, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   let out = '';

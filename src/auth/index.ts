@@ -308,11 +308,12 @@ export class Auth {
   readonly sessionHook: MiddlewareHandler<AppEnv> = async (c, next) => {
     const id = getCookie(c, this.cookieName);
     if (id) {
-      const session = await this.sessions.lookup(id);
-      if (session) {
+      const found = await this.sessions.lookup(id);
+      if (found) {
+        const { session } = found;
         c.set('authUser', { userId: session.userId, isAdmin: session.isAdmin, provider: session.provider });
         c.set('session', session);
-        const maxAge = this.sessions.cookieRefresh(session);
+        const maxAge = this.sessions.cookieRefresh(found);
         if (maxAge !== null) {
           presetHeader(c, 'Set-Cookie', serialize(this.cookieName, id, this.cookieOptions(maxAge)));
           c.set('cookieRefreshed', true);

@@ -1,9 +1,12 @@
 import type { SessionRecord } from './sessions.ts';
 
 interface Entry {
-  record: SessionRecord;
-  /** When it was read from the store (epoch ms): entries older than the hard age are read again. */
+  /** Null until read, and again once Redis says the key changed. */
+  record: SessionRecord | null;
+  /** When `record` was read from the store (epoch ms): records older than the hard age are read again. */
   readAt: number;
+  /** When this instance last pushed the session's sliding TTL (epoch ms); survives invalidations. */
+  pushedAt?: number;
 }
 
 /**
@@ -18,7 +21,9 @@ interface Entry {
  *   progress" race), so a read is kept only if no invalidation of its key arrived since it started.
  * - Entries are served for at most `maxAgeMs` after their read: a bound on any failure the connection
  *   does not report (a half-open socket).
- * Bounded by count (least recently used out first); `Map` keeps insertion order, a hit re-inserts.
+ * It also remembers when this instance last pushed each sliding TTL (`touchInterval`), in the same
+ * entry: one map, one key string per session (100,000 sessions: see bench/session-cache-memory.ts).
+ * Bounded by count (least recently used out first); `Map` keeps insertion order, a use re-inserts.
  */
 export class SessionCache {
   private readonly entries = new Map<string, Entry>();
@@ -37,12 +42,32 @@ export class SessionCache {
 
   /** The cached record, or undefined: not cached, too old, or the cache is not live. */
   get(hash: string, now: number): SessionRecord | undefined {
-    const entry = this.entries.get(hash);
-    if (!entry) return undefined;
-    this.entries.delete(hash);
-    if (now - entry.readAt >= this.maxAgeMs) return undefined;
-    this.entries.set(hash, entry);
+    const entry = this.use(hash);
+    if (!entry?.record) return undefined;
+    if (now - entry.readAt >= this.maxAgeMs) {
+      entry.record = null;
+      return undefined;
+    }
     return entry.record;
+  }
+
+  /** Whether this instance should push the session's TTL now (not done within `intervalMs`); if so, counts it as done. */
+  pushDue(hash: string, now: number, intervalMs: number): boolean {
+    const entry = this.entries.get(hash) ?? this.add(hash, { record: null, readAt: 0 });
+    if (entry.pushedAt !== undefined && now - entry.pushedAt < intervalMs) return false;
+    entry.pushedAt = now;
+    return true;
+  }
+
+  /** When this instance last pushed the session's TTL. */
+  pushedAt(hash: string): number | undefined {
+    return this.entries.get(hash)?.pushedAt;
+  }
+
+  /** The push counted by `pushDue` failed: due again on the next request. */
+  pushFailed(hash: string): void {
+    const entry = this.entries.get(hash);
+    if (entry) entry.pushedAt = undefined;
   }
 
   /** Marks a store read of `hash` as started; the token goes to `finish`. Null: nothing will be kept. */
@@ -58,12 +83,22 @@ export class SessionCache {
     if (this.reading.get(hash) !== token) return;
     this.reading.delete(hash);
     if (!record || !this.live) return;
-    this.entries.set(hash, { record, readAt });
-    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    const entry = this.entries.get(hash);
+    if (entry) {
+      entry.record = record;
+      entry.readAt = readAt;
+    } else this.add(hash, { record, readAt });
   }
 
-  /** Forgets one session: its key changed or went, here or elsewhere. */
-  evict(hash: string): void {
+  /** Redis says the key changed or went (here or elsewhere): its record is no longer trusted. */
+  invalidate(hash: string): void {
+    const entry = this.entries.get(hash);
+    if (entry) entry.record = null;
+    this.reading.delete(hash);
+  }
+
+  /** The session ended here: nothing of it is kept. */
+  forget(hash: string): void {
     this.entries.delete(hash);
     this.reading.delete(hash);
   }
@@ -75,7 +110,22 @@ export class SessionCache {
   }
 
   clear(): void {
-    this.entries.clear();
+    for (const entry of this.entries.values()) entry.record = null;
     this.reading.clear();
+  }
+
+  /** The entry, moved to the most recently used end. */
+  private use(hash: string): Entry | undefined {
+    const entry = this.entries.get(hash);
+    if (!entry) return undefined;
+    this.entries.delete(hash);
+    this.entries.set(hash, entry);
+    return entry;
+  }
+
+  private add(hash: string, entry: Entry): Entry {
+    this.entries.set(hash, entry);
+    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    return entry;
   }
 }

@@ -69,7 +69,7 @@ export class SessionService {
   private readonly seen = new Throttle(SEEN_INTERVAL_MS, SEEN_MEMORY);
   /** `auth.session.localCache`: the records, and when this instance last pushed each sliding TTL. */
   private readonly cache: SessionCache | null;
-  private readonly touches: Throttle | null;
+  private readonly touchMs: number;
   private stopTracking?: () => Promise<void>;
   private readonly changeListeners: ((hashes: string[]) => Promise<void>)[] = [];
 
@@ -86,7 +86,7 @@ export class SessionService {
     this.cleanupTimer = setInterval(() => void this.cleanup(), config.auth.session.cleanupInterval * 1000).unref();
     const { localCache, localCacheSize, localCacheMaxAge, touchInterval } = config.auth.session;
     this.cache = localCache && store.track ? new SessionCache(localCacheSize, localCacheMaxAge * 1000) : null;
-    this.touches = this.cache ? new Throttle(touchInterval * 1000, localCacheSize) : null;
+    this.touchMs = touchInterval * 1000;
     if (localCache && !store.track) logger.info({ store: store.name }, 'auth.session.localCache: this store is in-process already (or cannot track keys); no local cache');
   }
 
@@ -102,7 +102,7 @@ export class SessionService {
       this.stopTracking = await this.store.track(sessionPrefix, {
         invalidate: (keys) => {
           if (keys === null) return cache.clear();
-          for (const key of keys) if (key.startsWith(sessionPrefix)) cache.evict(key.slice(sessionPrefix.length));
+          for (const key of keys) if (key.startsWith(sessionPrefix)) cache.invalidate(key.slice(sessionPrefix.length));
         },
         live: (on) => {
           cache.setLive(on);
@@ -211,11 +211,11 @@ export class SessionService {
    * cache, a cached record answers without the store, and the TTL is pushed at most once per
    * `touchInterval` per session by this instance (a `GETEX` that also re-reads the record).
    */
-  async lookup(id: string): Promise<Session | null> {
+  async lookup(id: string): Promise<{ session: Session; pushed: boolean } | null> {
     if (!ID_PATTERN.test(id)) return null; // forged or truncated cookie: no store round trip
     const hash = hashSessionId(id);
     const now = this.now();
-    const push = this.sliding && (this.touches?.take(hash, now) ?? true);
+    const push = this.sliding && (this.cache?.pushDue(hash, now, this.touchMs) ?? true);
     const record = (push ? undefined : this.cache?.get(hash, now)) ?? (await this.read(hash, push, now));
     if (record === null) return null;
     let expiresAt = record.expiresAt;
@@ -227,10 +227,10 @@ export class SessionService {
         return null;
       }
       // The store's TTL runs from the last push: this instance's (the cache), or now (no cache).
-      expiresAt = Math.min((this.touches?.lastAt(hash) ?? now) + this.ttl * 1000, hardEnd);
+      expiresAt = Math.min((this.cache?.pushedAt(hash) ?? now) + this.ttl * 1000, hardEnd);
     }
     this.markSeen(hash, now);
-    return { ...record, expiresAt, hash };
+    return { session: { ...record, expiresAt, hash }, pushed: push };
   }
 
   /** One store read of a session record (GETEX when `push`), kept by the local cache if it has one. */
@@ -242,7 +242,7 @@ export class SessionService {
       record = raw === null ? null : (JSON.parse(raw) as SessionRecord);
       return record;
     } catch (err) {
-      if (push) this.touches?.forget(hash);
+      if (push) this.cache?.pushFailed(hash);
       throw err;
     } finally {
       if (token) this.cache!.finish(hash, token, record, now);
@@ -290,13 +290,15 @@ export class SessionService {
   }
 
   /**
-   * Sliding sessions re-issue the cookie on every authenticated request with Max-Age = the time the
-   * session has left (its TTL, or less near the hard cap): the browser keeps the cookie exactly as
-   * long as the server keeps the session, and never past `maxLifetime`. Absolute sessions keep the
-   * login cookie, whose Max-Age already ends with the session. Returns seconds, or null: no refresh.
+   * Sliding sessions re-issue the cookie whenever a request pushed the TTL, with Max-Age = the time
+   * the session has left (its TTL, or less near the hard cap): the browser keeps the cookie exactly as
+   * long as the server keeps the session, and never past `maxLifetime`. Without the local cache that
+   * is every authenticated request; with it, once per `touchInterval` (the cookie issued then still
+   * ends with the session, which lives at least that long). Absolute sessions keep the login cookie,
+   * whose Max-Age already ends with the session. Returns seconds, or null: no refresh.
    */
-  cookieRefresh(session: Session): number | null {
-    if (!this.sliding) return null;
+  cookieRefresh({ session, pushed }: { session: Session; pushed: boolean }): number | null {
+    if (!this.sliding || !pushed) return null;
     return Math.max(0, Math.ceil((session.expiresAt - this.now()) / 1000));
   }
 
@@ -314,8 +316,7 @@ export class SessionService {
 
   /** After a session key was deleted or rewritten here: this instance's cache must not wait for Redis to say so. */
   private forget(hash: string): void {
-    this.cache?.evict(hash);
-    this.touches?.forget(hash);
+    this.cache?.forget(hash);
   }
 
   private async destroyHash(hash: string, userId: string): Promise<void> {

@@ -42,7 +42,7 @@ export function handshake(auth: Auth, config: Config) {
     const { headers } = socket.request;
     try {
       const cookie = headers.cookie ? parseCookies(headers.cookie, auth.cookieName)[auth.cookieName] : undefined;
-      const session = cookie ? await auth.sessions.lookup(cookie) : null;
+      const session = cookie ? ((await auth.sessions.lookup(cookie))?.session ?? null) : null;
       if (session) {
         const origin = headers.origin;
         const own = originFromHeaders(headers, (socket.request.socket as TLSSocket).encrypted === true, config.server.trustProxy);

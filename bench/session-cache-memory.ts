@@ -1,0 +1,85 @@
+// `npx tsx bench/session-cache-memory.ts [sessions]`: the memory of `auth.session.localCache` with
+// 100,000 sessions cached (performance issue, part 2: RSS < 150 MB). svc as `npm start` runs it
+// (`node bin/start.js`), one private redis-server, embedded database, `localCacheSize` 100000.
+// The sessions are written straight into Redis in svc's format (CONTRACT section 3), then each is
+// asked for three times: the first request pushes its TTL (GETEX, which Redis also announces back to
+// this instance), the second reads it into the cache (GET), the third must cost no store command;
+// RSS is read from /proc after the third pass, beside svc's idle RSS before any session.
+import { Redis } from 'ioredis';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+import { baseEnv, currentRss, freePort, PROJECT_DIR, startChild, startRedisServer, waitHealthy } from './lib/procs.ts';
+import { commandDelta, parseCommandStats } from './lib/stats.ts';
+
+const SESSIONS = Number(process.argv[2] ?? 100_000);
+const TTL = 86_400;
+
+const redisPort = await freePort();
+const redisServer = startRedisServer(redisPort);
+const redisUrl = `redis://127.0.0.1:${redisPort}`;
+const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-bench-memory-'));
+const session = { localCache: true, localCacheSize: SESSIONS, localCacheMaxAge: 3600, ttl: TTL };
+writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false }, session } }));
+const port = await freePort();
+const svc = startChild({
+  name: 'svc',
+  argv: ['node-js', 'bin/start.js'],
+  cwd: PROJECT_DIR,
+  env: { ...baseEnv(), HOST: '127.0.0.1', PORT: String(port), CACHE_URL: redisUrl, LOG_LEVEL: 'warn', SVC_APP_PATH: appRoot, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-bench-data-')) },
+});
+const url = `http://127.0.0.1:${port}`;
+try {
+  await waitHealthy(svc, `${url}/health`, 120_000);
+  const redis = new Redis(redisUrl);
+  const idleRss = currentRss(svc.pid);
+
+  const ids: string[] = [];
+  const now = Date.now();
+  for (let i = 0; i < SESSIONS; i += 1000) {
+    const batch = redis.pipeline();
+    for (let j = i; j < Math.min(SESSIONS, i + 1000); j++) {
+      const id = randomBytes(32).toString('base64url');
+      ids.push(id);
+      const record = { userId: `user-${j}`, isAdmin: false, provider: 'password', createdAt: now, expiresAt: now + TTL * 1000 };
+      batch.set(`auth:session:${createHash('sha256').update(id).digest('hex')}`, JSON.stringify(record), 'EX', TTL);
+    }
+    await batch.exec();
+  }
+
+  const agent = new Agent({ connections: 20, pipelining: 1 });
+  const pass = async () => {
+    let next = 0;
+    let failed = 0;
+    const worker = async () => {
+      while (next < ids.length) {
+        const id = ids[next++]!;
+        const res = await request(`${url}/auth/session`, { dispatcher: agent, headers: { cookie: `sid_app=${id}` } });
+        await res.body.dump();
+        if (res.statusCode !== 200) failed++;
+      }
+    };
+    const started = performance.now();
+    await Promise.all(Array.from({ length: 20 }, worker));
+    return { failed, seconds: (performance.now() - started) / 1000 };
+  };
+  const results = [];
+  for (let i = 1; i <= 3; i++) {
+    const before = parseCommandStats(await redis.info('commandstats'));
+    const result = await pass();
+    const delta = commandDelta(before, parseCommandStats(await redis.info('commandstats')));
+    const reads = (delta.get ?? 0) + (delta.getex ?? 0);
+    results.push({ pass: i, ...result, storeReads: reads, rssMB: currentRss(svc.pid) });
+  }
+  console.log(`svc with auth.session.localCache, ${SESSIONS} sessions (localCacheSize ${SESSIONS}); idle RSS before any session ${idleRss?.toFixed(0)} MB`);
+  console.log('| pass | seconds | non-200 | GET+GETEX to Redis | RSS MB after |');
+  console.log('|---:|---:|---:|---:|---:|');
+  for (const r of results) console.log(`| ${r.pass} | ${r.seconds.toFixed(1)} | ${r.failed} | ${r.storeReads} | ${r.rssMB?.toFixed(0)} |`);
+  await agent.close();
+  redis.disconnect();
+} finally {
+  await svc.stop();
+  await redisServer.stop();
+}

@@ -545,6 +545,44 @@ describe('VK ID: OAuth 2.1 at id.vk.ru with PKCE, the callback\'s device_id in t
   });
 });
 
+describe("Slack: openid.connect.userInfo is a Web API method: POST, and an error is HTTP 200 with ok: false", () => {
+  let slack: FakeProvider;
+  let restore: () => void;
+  beforeAll(async () => {
+    // Like docs.slack.dev ("Method Access: POST https://slack.com/api/openid.connect.userInfo"), the
+    // stand-in answers the method on POST only.
+    slack = await startFakeProvider({ token: '/api/openid.connect.token', userInfo: '/api/openid.connect.userInfo' }, { userInfoMethod: 'POST' });
+    scan.addTokenSet(slack.issued);
+    restore = routeHosts({ 'slack.com': slack.baseURL });
+  });
+  afterAll(async () => {
+    restore?.();
+    await admin.fetch('/auth/providers/slack', { method: 'DELETE' });
+    await slack?.close();
+  });
+
+  it('POSTs the method with the Bearer token and maps its claims', async () => {
+    await createProvider({ providerId: 'slack', type: 'arctic' });
+    const before = slack.requests.length;
+    const sub = uniq('U0R7JM');
+    // Slack's documented answer (abridged).
+    const info = { ok: true, sub, 'https://slack.com/user_id': sub, 'https://slack.com/team_id': 'T0R7GR', email: `${sub.toLowerCase()}@example.com`, email_verified: true, name: 'krane', given_name: 'Bront', family_name: 'Labradoodle', picture: 'https://secure.gravatar.com/x.png' };
+    const { b, location } = await login('slack', info, slack);
+    expect(location).toBe('/');
+    expect((await sessionUser(b)).user).toMatchObject({ email: info.email, email_verified: true, oauthAccounts: [{ provider: 'slack', providerAccountId: sub }] });
+    expect(calls(slack, before)).toEqual(['POST slack.com/api/openid.connect.token', 'POST slack.com/api/openid.connect.userInfo']);
+    expect(slack.requests[before + 1]!.authorization).toMatch(/^Bearer \S+$/);
+  });
+
+  it('{"ok": false} (HTTP 200) is a failed user-info call, not a profile without an id', async () => {
+    await admin.fetch('/auth/providers/slack', { method: 'DELETE' });
+    await createProvider({ providerId: 'slack', type: 'arctic' });
+    const { b, location } = await login('slack', { ok: false, error: 'invalid_auth' }, slack);
+    expect(location).toBe('/?auth_error=userinfo_failed');
+    expect(b.sessionId).toBeUndefined();
+  });
+});
+
 describe('Yandex: the user-info call sends "Authorization: OAuth <token>", as Yandex ID documents', () => {
   let yandex: FakeProvider;
   let restore: () => void;

@@ -31,6 +31,8 @@ export interface FakeProviderOptions {
   authScheme?: string;
   /** Access tokens start with this (Etsy's are `<user_id>.<token>`). */
   accessTokenPrefix?: string;
+  /** The one method the user-info paths answer (default GET; Slack's Web API methods: POST). */
+  userInfoMethod?: 'GET' | 'POST';
 }
 
 export interface FakeProvider {
@@ -50,7 +52,7 @@ async function readForm(req: http.IncomingMessage): Promise<Record<string, strin
   return Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8')));
 }
 
-/** Starts the stand-in: `POST <token>` issues a bearer token for any code, `GET <userInfo>` answers with that token only. */
+/** Starts the stand-in: `POST <token>` issues a bearer token for any code, `GET <userInfo>` (or POST) answers with that token only. */
 export async function startFakeProvider(paths: { token: string; userInfo: string | string[] }, opts: FakeProviderOptions = {}): Promise<FakeProvider> {
   const requests: FakeProviderRequest[] = [];
   const issued = new Set<string>();
@@ -72,7 +74,7 @@ export async function startFakeProvider(paths: { token: string; userInfo: string
       });
       return;
     }
-    if (req.method === 'GET' && userInfo.has(path)) {
+    if (req.method === (opts.userInfoMethod ?? 'GET') && userInfo.has(path)) {
       const token = new RegExp(`^${opts.authScheme ?? 'Bearer'} (\\S+)$`).exec(record.authorization)?.[1];
       if (!token || !issued.has(token)) return json(401, { error: 'invalid_token' });
       for (const [name, value] of Object.entries(opts.requireHeaders ?? {})) {

@@ -14,7 +14,7 @@
 import { CodeChallengeMethod, OAuth2Client, OAuth2Tokens } from 'arctic';
 import * as oauth from 'oauth4webapi';
 import type { ArcticClient, CatalogEntry, ClientOptions, UserInfoSource } from './catalog-types.ts';
-import type { Profile } from './profile.ts';
+import { mapUserInfo, type Profile } from './profile.ts';
 
 type Json = Record<string, unknown>;
 type ArcticClass = new (...args: never[]) => ArcticClient;
@@ -857,7 +857,13 @@ export const catalog: CatalogEntry[] = [
     configKeys: [],
     defaultScopes: OIDC_SCOPES,
     create: basic,
-    userInfo: oidc('https://slack.com/api/openid.connect.userInfo'),
+    // A Web API method (docs.slack.dev: "Method Access: POST"), which answers an error with HTTP 200
+    // and `{"ok": false, "error": ...}`; the claims are OpenID Connect's.
+    userInfo: custom(async (tokens, _c, http) => {
+      const json = await call(http, 'https://slack.com/api/openid.connect.userInfo', tokens.accessToken(), { method: 'POST' });
+      if (json.ok !== true) throw new Error(`slack.com refused openid.connect.userInfo: ${str(json.error) ?? 'no reason given'}`);
+      return json;
+    }, mapUserInfo),
   },
   {
     // Spotify documents the email as unverified.

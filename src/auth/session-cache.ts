@@ -36,10 +36,6 @@ export class SessionCache {
     private readonly maxAgeMs: number,
   ) {}
 
-  get size(): number {
-    return this.entries.size;
-  }
-
   /** The cached record, or undefined: not cached, too old, or the cache is not live. */
   get(hash: string, now: number): SessionRecord | undefined {
     const entry = this.use(hash);

@@ -217,7 +217,10 @@ export class SessionService {
     const now = this.now();
     const push = this.sliding && (this.cache?.pushDue(hash, now, this.touchMs) ?? true);
     const record = (push ? undefined : this.cache?.get(hash, now)) ?? (await this.read(hash, push, now));
-    if (record === null) return null;
+    if (record === null) {
+      this.forget(hash); // no session: a made-up id keeps no entry in the cache
+      return null;
+    }
     let expiresAt = record.expiresAt;
     if (this.sliding) {
       const hardEnd = record.createdAt + this.maxLifetimeMs;

@@ -161,6 +161,36 @@ describe.skipIf(!redisServerAvailable)('two instances with the local cache on on
     await refusedOnB(s4.onB);
   });
 
+  it('a sliding session in use never lapses: its TTL is pushed at most once per touchInterval, and the cookie re-issued then', async () => {
+    const c = await createTestApp({ redisUrl: redis.url, db, defaultKeyPrefix: true, config: { auth: { cookie: { secure: false }, session: { localCache: true, ttl: 3, touchInterval: 1 } } } });
+    try {
+      await until(async () => (await trackingClients(probe)).length === 3);
+      const user = await c.createUser();
+      const client = c.client();
+      expect((await client.login(user.email, user.password)).status).toBe(200);
+      const id = sessionCookie(c, client)!;
+      const before = (await commandCalls(probe)).get('getex') ?? 0;
+      const cookies: (string | undefined)[] = [];
+      const started = Date.now();
+      while (Date.now() - started < 5000) {
+        // 5 s of requests against a 3 s TTL: without the pushes the session would end.
+        const res = await c.fetch('/auth/session', { headers: { cookie: `sid_app=${id}` } });
+        expect(res.status).toBe(200);
+        cookies.push(res.headers.getSetCookie()[0]);
+        await sleep(250);
+      }
+      const pushes = ((await commandCalls(probe)).get('getex') ?? 0) - before;
+      expect(pushes).toBeGreaterThanOrEqual(3);
+      expect(pushes).toBeLessThanOrEqual(6);
+      const reissued = cookies.filter((line) => line !== undefined);
+      expect(reissued.length).toBe(pushes);
+      for (const line of reissued) expect(Number(/Max-Age=(\d+)/.exec(line!)![1])).toBeLessThanOrEqual(3);
+      expect(cookies.length).toBeGreaterThan(reissued.length * 2);
+    } finally {
+      await c.close();
+    }
+  });
+
   it('a session that expires in Redis is refused on B at once', async () => {
     const user = await a.createUser();
     const { id, onB } = await sessionOnBoth(user);

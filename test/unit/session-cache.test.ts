@@ -1,0 +1,87 @@
+// The rules that keep the local session cache exact (src/auth/session-cache.ts), one by one. The
+// end-to-end proof with two instances on a real Redis is test/e2e/local-cache.test.ts.
+import { describe, expect, it } from 'vitest';
+import { SessionCache } from '../../src/auth/session-cache.ts';
+import type { SessionRecord } from '../../src/auth/sessions.ts';
+
+const record = (userId: string): SessionRecord => ({ userId, isAdmin: false, provider: 'password', createdAt: 0, expiresAt: 1 });
+
+function live(maxEntries = 10, maxAgeMs = 1000) {
+  const cache = new SessionCache(maxEntries, maxAgeMs);
+  cache.setLive(true);
+  return cache;
+}
+
+function fill(cache: SessionCache, hash: string, userId = hash, at = 0) {
+  const token = cache.begin(hash)!;
+  cache.finish(hash, token, record(userId), at);
+}
+
+describe('SessionCache', () => {
+  it('keeps what a read found and serves it until the hard age', () => {
+    const cache = live(10, 1000);
+    fill(cache, 'a', 'alice', 0);
+    expect(cache.get('a', 999)?.userId).toBe('alice');
+    expect(cache.get('a', 1000)).toBeUndefined();
+  });
+
+  it('a read overtaken by an invalidation of its key is not kept (the caching-in-progress race)', () => {
+    const cache = live();
+    const token = cache.begin('a')!;
+    cache.invalidate('a'); // Redis announced a change before the read's reply was handled
+    cache.finish('a', token, record('stale'), 0);
+    expect(cache.get('a', 1)).toBeUndefined();
+  });
+
+  it('of two reads in flight for one key, only the later is kept', () => {
+    const cache = live();
+    const first = cache.begin('a')!;
+    const second = cache.begin('a')!;
+    cache.finish('a', first, record('first'), 0);
+    expect(cache.get('a', 1)).toBeUndefined();
+    cache.finish('a', second, record('second'), 0);
+    expect(cache.get('a', 1)?.userId).toBe('second');
+  });
+
+  it('serves and keeps nothing while not live; going offline drops what it had', () => {
+    const cache = new SessionCache(10, 1000);
+    expect(cache.begin('a')).toBeNull();
+    cache.setLive(true);
+    fill(cache, 'a');
+    const inFlight = cache.begin('b')!;
+    cache.setLive(false);
+    expect(cache.get('a', 1)).toBeUndefined();
+    cache.finish('b', inFlight, record('b'), 0);
+    cache.setLive(true);
+    expect(cache.get('b', 1)).toBeUndefined();
+  });
+
+  it('an invalidation drops the record but remembers the last TTL push; forget drops both', () => {
+    const cache = live();
+    expect(cache.pushDue('a', 0, 60_000)).toBe(true);
+    fill(cache, 'a');
+    cache.invalidate('a');
+    expect(cache.get('a', 1)).toBeUndefined();
+    expect(cache.pushedAt('a')).toBe(0);
+    expect(cache.pushDue('a', 59_999, 60_000)).toBe(false);
+    expect(cache.pushDue('a', 60_000, 60_000)).toBe(true);
+    cache.forget('a');
+    expect(cache.pushedAt('a')).toBeUndefined();
+  });
+
+  it('a failed push is due again at once', () => {
+    const cache = live();
+    expect(cache.pushDue('a', 0, 60_000)).toBe(true);
+    cache.pushFailed('a');
+    expect(cache.pushDue('a', 1, 60_000)).toBe(true);
+  });
+
+  it('holds at most maxEntries sessions, the least recently used out first', () => {
+    const cache = live(3);
+    for (const hash of ['a', 'b', 'c']) fill(cache, hash);
+    expect(cache.get('a', 1)).toBeDefined(); // a is now the most recently used
+    fill(cache, 'd');
+    expect(cache.get('b', 1)).toBeUndefined();
+    for (const hash of ['a', 'c', 'd']) expect(cache.get(hash, 1)).toBeDefined();
+  });
+});

@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configSchema } from '../../src/config/schema.ts';
 import { HTTP_ERROR_CODES } from '../../src/http/errors.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { PROJECT_DIR } from '../support/spawn.ts';
@@ -67,7 +68,25 @@ function readmeErrorTable(): Map<string, number> {
   return rows;
 }
 
+/** Every leaf key of the app config file (`auth.session.ttl`, ...), read from the valibot schema itself. */
+function configKeys(): string[] {
+  type Schema = { type: string; entries?: Record<string, Schema>; wrapped?: Schema };
+  const unwrap = (s: Schema): Schema => (s.type === 'optional' ? unwrap(s.wrapped!) : s);
+  const leaves = (s: Schema, prefix: string[]): string[] => {
+    const u = unwrap(s);
+    return u.type === 'strict_object' && u.entries ? Object.entries(u.entries).flatMap(([key, entry]) => leaves(entry, [...prefix, key])) : [prefix.join('.')];
+  };
+  return leaves(configSchema as unknown as Schema, []);
+}
+
 describe('README', () => {
+  it('operator: every key of the config file is in the configuration table', () => {
+    const section = README.slice(README.indexOf('## Configuration')).split(/\n## /)[0]!;
+    const keys = configKeys();
+    expect(keys).toContain('auth.session.localCache');
+    expect(keys.filter((key) => !section.includes(`| \`${key}\``) && !section.includes(`, \`${key}\``))).toEqual([]);
+  });
+
   it('operator: the nginx configuration in the README is deploy/nginx.conf, the one the deployment suite runs, with trustProxy', () => {
     const conf = readFileSync(path.join(PROJECT_DIR, 'deploy/nginx.conf'), 'utf8');
     expect(codeBlocks('nginx')).toEqual([conf]);

@@ -6,8 +6,10 @@ import {
   type Document,
   type ServerClosedEvent,
   type ServerHeartbeatFailedEvent,
+  type ServerHeartbeatStartedEvent,
   type ServerHeartbeatSucceededEvent,
 } from 'mongodb';
+import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { UnavailableError } from '../http/errors.ts';
 import { DuplicateKeyError, type Collection, type Database, type Doc, type Filter, type FindOptions, type UniqueIndex, type Update } from './db.ts';
@@ -56,14 +58,46 @@ function translate(err: unknown, collection: string): unknown {
  * mode there are no checks (no heartbeat events): operations wait out server selection as before.
  * Exported for its unit test only.
  */
+export interface ReachabilityOptions {
+  /** A check still pending after this long is stuck (see `unstickMonitor`). */
+  stuckAfterMs?: number;
+  /** How often pending checks are looked at. */
+  watchEveryMs?: number;
+  /** Ends a stuck check of the server at `address`; false when it found nothing to end. */
+  unstick?: (address: string) => boolean;
+}
+
+/**
+ * A check of the driver's monitor can hang forever (mongodb 7.9): when the server closes the
+ * monitor's connection, Node destroys the socket one step before it emits 'close' (which is when the
+ * driver marks the connection closed), and a check that starts in between writes to the destroyed
+ * socket. `write` then returns false and reports EPIPE to its callback only, with no 'error' event;
+ * the driver waits for a 'drain' or an 'error' that never come, and its monitor never checks again.
+ * Seen in the resilience suite ("MongoDB stopped and restarted under load": `/health` still 503 long
+ * after MongoDB was back), and reproduced with a plain socket. Handing the socket the error it
+ * swallowed ends the check as failed; the monitor opens a new connection on its next check. This
+ * reaches into the driver (its topology's server and monitor), so it reports whether it found them.
+ */
+export function unstickMonitor(client: MongoClient, address: string): boolean {
+  type Internals = { topology?: { s?: { servers?: Map<string, { monitor?: { connection?: { socket?: EventEmitter } | null } }> } } };
+  const socket = (client as unknown as Internals).topology?.s?.servers?.get(address)?.monitor?.connection?.socket;
+  if (!socket) return false;
+  socket.emit('error', Object.assign(new Error(`the driver's check of ${address} hung on a connection the server had closed`), { code: 'EPIPE' }));
+  return true;
+}
+
 export class Reachability {
   /** The last check of each monitored server: null when it succeeded, else its failure. */
   private readonly servers = new Map<string, Error | null>();
   /** Rejecters of reads in flight, to answer them once the database is found unreachable. */
   private readonly reads = new Set<(err: unknown) => void>();
   private down: Error | null = null;
+  /** Checks in progress: server address -> when it started (performance.now()). */
+  private readonly checking = new Map<string, number>();
+  private readonly watchdog: NodeJS.Timeout;
 
-  constructor(client: MongoClient, logger?: Logger) {
+  constructor(client: MongoClient, logger?: Logger, opts: ReachabilityOptions = {}) {
+    const { stuckAfterMs = 5000, watchEveryMs = 500, unstick = (address: string) => unstickMonitor(client, address) } = opts;
     const update = () => {
       const checks = [...this.servers.values()];
       if (checks.length === 0) {
@@ -81,18 +115,43 @@ export class Reachability {
       }
       this.down = failure;
     };
+    client.on('serverHeartbeatStarted', (e: ServerHeartbeatStartedEvent) => {
+      this.checking.set(e.connectionId, performance.now());
+    });
     client.on('serverHeartbeatSucceeded', (e: ServerHeartbeatSucceededEvent) => {
+      this.checking.delete(e.connectionId);
       this.servers.set(e.connectionId, null);
       update();
     });
     client.on('serverHeartbeatFailed', (e: ServerHeartbeatFailedEvent) => {
+      this.checking.delete(e.connectionId);
       this.servers.set(e.connectionId, e.failure);
       update();
     });
     client.on('serverClosed', (e: ServerClosedEvent) => {
+      this.checking.delete(e.address);
       this.servers.delete(e.address);
       update();
     });
+    // A check normally ends within 2 x connectTimeoutMS (connect, then hello). One still pending
+    // after `stuckAfterMs` is stuck: its server counts as unreachable (503 at once), and the check
+    // is ended so that the monitor goes on (`unstickMonitor`).
+    this.watchdog = setInterval(() => {
+      const now = performance.now();
+      for (const [address, started] of this.checking) {
+        if (now - started < stuckAfterMs) continue;
+        this.checking.delete(address);
+        const ended = unstick(address);
+        logger?.warn({ db: 'mongodb', server: address, pendingMs: Math.round(now - started), ended }, "the driver's check of the database hung: ending it so that monitoring goes on");
+        this.servers.set(address, new Error(`the check of ${address} did not complete in ${stuckAfterMs} ms`));
+        update();
+      }
+    }, watchEveryMs).unref();
+  }
+
+  /** Stops the watchdog (the client is closing). */
+  close(): void {
+    clearInterval(this.watchdog);
   }
 
   /** Runs a write, unless the database is known to be unreachable (then 503 at once). */
@@ -253,6 +312,7 @@ export class MongoDatabase implements Database {
       await database.ping();
       return database;
     } catch (err) {
+      reach.close();
       await client.close().catch(() => {});
       throw new Error(`cannot reach MongoDB at ${redactMongoUrl(url)}: ${(err as Error).message}`, { cause: err });
     }
@@ -279,6 +339,7 @@ export class MongoDatabase implements Database {
   }
 
   async close() {
+    this.reach.close();
     await this.client.close();
   }
 }

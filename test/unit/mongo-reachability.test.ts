@@ -1,21 +1,24 @@
 import { EventEmitter } from 'node:events';
+import net from 'node:net';
 import type { MongoClient } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { Reachability } from '../../src/db/mongo.ts';
+import { Reachability, unstickMonitor, type ReachabilityOptions } from '../../src/db/mongo.ts';
 import { UnavailableError } from '../../src/http/errors.ts';
 
 /** The driver's monitor, as Reachability sees it: heartbeat and server events on the client. */
-function fakeDriver() {
+function fakeDriver(opts: ReachabilityOptions = {}) {
   const client = new EventEmitter();
   const lines: { level: string; msg: string }[] = [];
   const logger = {
     error: (_: unknown, msg: string) => lines.push({ level: 'error', msg }),
+    warn: (_: unknown, msg: string) => lines.push({ level: 'warn', msg }),
     info: (_: unknown, msg: string) => lines.push({ level: 'info', msg }),
   };
-  const reach = new Reachability(client as unknown as MongoClient, logger as never);
+  const reach = new Reachability(client as unknown as MongoClient, logger as never, opts);
   return {
     reach,
     lines,
+    started: (address = 'db:27017') => client.emit('serverHeartbeatStarted', { connectionId: address }),
     up: (address = 'db:27017') => client.emit('serverHeartbeatSucceeded', { connectionId: address }),
     down: (address = 'db:27017') => client.emit('serverHeartbeatFailed', { connectionId: address, failure: new Error('connect ECONNREFUSED') }),
     closed: (address = 'db:27017') => client.emit('serverClosed', { address }),
@@ -118,5 +121,70 @@ describe('MongoDB Reachability (fail fast from the driver monitor)', () => {
     ).rejects.toThrow('bad filter');
     d.down();
     expect(d.lines).toHaveLength(1);
+  });
+
+  it('a check the driver never ends: after stuckAfterMs it is ended, its server counts as unreachable, and the next good check brings it back', async () => {
+    const ended: string[] = [];
+    const d = fakeDriver({ stuckAfterMs: 60, watchEveryMs: 10, unstick: (address) => ended.push(address) > 0 });
+    try {
+      d.up();
+      d.started(); // ... and nothing more: the driver hangs in this check
+      expect(await d.reach.read(async () => 1), 'not yet: a check may take a while').toBe(1);
+      await new Promise((r) => setTimeout(r, 120));
+      expect(ended).toEqual(['db:27017']);
+      await expect(d.reach.read(async () => 1)).rejects.toBeInstanceOf(UnavailableError);
+      expect(d.lines.map((l) => l.level)).toEqual(['warn', 'error']);
+      d.started();
+      d.up();
+      expect(await d.reach.read(async () => 1)).toBe(1);
+    } finally {
+      d.reach.close();
+    }
+  });
+
+  it('checks that end in time are never ended', async () => {
+    const ended: string[] = [];
+    const d = fakeDriver({ stuckAfterMs: 60, watchEveryMs: 10, unstick: (address) => ended.push(address) > 0 });
+    try {
+      for (let i = 0; i < 6; i++) {
+        d.started();
+        await new Promise((r) => setTimeout(r, 20));
+        if (i % 2) d.up();
+        else d.down();
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      expect(ended).toEqual([]);
+    } finally {
+      d.reach.close();
+    }
+  });
+
+  it("unstickMonitor hands the monitor connection's socket an error, and says when the driver has no such monitor", () => {
+    const socket = new EventEmitter();
+    const errors: Error[] = [];
+    socket.on('error', (err: Error) => errors.push(err));
+    const client = { topology: { s: { servers: new Map([['db:27017', { monitor: { connection: { socket } } }]]) } } };
+    expect(unstickMonitor(client as unknown as MongoClient, 'db:27017')).toBe(true);
+    expect(errors[0]?.message).toMatch(/hung on a connection the server had closed/);
+    expect(unstickMonitor(client as unknown as MongoClient, 'other:27017')).toBe(false);
+    expect(unstickMonitor({} as MongoClient, 'db:27017')).toBe(false);
+  });
+
+  it("why: Node reports a write to a socket the peer closed, made before the socket's 'close', to the write's callback only", async () => {
+    const server = net.createServer((s) => s.end()).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const socket = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+    const events: string[] = [];
+    socket.on('error', () => events.push('error'));
+    socket.on('drain', () => events.push('drain'));
+    await new Promise((r) => socket.once('end', r));
+    await new Promise((r) => setImmediate(r));
+    // Destroyed, 'close' not yet emitted: the driver still counts the connection as open here.
+    expect(socket.destroyed).toBe(true);
+    const callback = new Promise<string | undefined>((r) => socket.write('hello', (err) => r((err as NodeJS.ErrnoException | undefined)?.code)));
+    expect(await callback).toBe('EPIPE');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(events, "neither 'drain' nor 'error': whoever waits for one of them waits forever").toEqual([]);
+    server.close();
   });
 });

@@ -52,6 +52,13 @@ describe('catalog coverage of arctic', () => {
     expect(catalog.length).toBe(discovered.length);
   });
 
+  it('every entry has a row in the provider guide (docs/providers.md: the page checked, when, and what changed)', () => {
+    const guide = readFileSync(fileURLToPath(new URL('../../docs/providers.md', import.meta.url)), 'utf8');
+    const table = guide.slice(guide.indexOf('| Provider'), guide.indexOf('## Settings per provider'));
+    const missing = catalog.map((e) => e.id).filter((id) => !table.includes(`(\`${id}\``));
+    expect(missing, `catalog entries without a row in docs/providers.md: ${missing.join(', ')}`).toEqual([]);
+  });
+
   it('uses unique kebab-case ids, in alphabetical order', () => {
     const ids = catalog.map((e) => e.id);
     for (const id of ids) expect(id).toMatch(/^[a-z0-9]+(-[a-z0-9]+)*$/);

@@ -23,6 +23,19 @@ interface Topology {
   url: string;
   /** The data port holding `key` now (its slot's master, or the Sentinel-reported master). */
   masterFor(key: string): Promise<number>;
+  /** Whether the local session cache can run here: Sentinel yes (one master), a Cluster no (tracking is per node). */
+  tracks: boolean;
+}
+
+/** Connections of svc instances that track session keys in broadcasting mode (CLIENT LIST flag B) on a server. */
+async function trackingClients(port: number): Promise<number> {
+  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true });
+  try {
+    await probe.connect();
+    return String(await probe.client('LIST')).split('\n').filter((l) => / flags=\S*B/.test(l)).length;
+  } finally {
+    probe.disconnect();
+  }
 }
 
 function scaleOut(name: string, startTopology: () => Promise<Topology>) {
@@ -34,7 +47,8 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
     // Started when this suite runs (the other topology is stopped by then): never at collection.
     beforeAll(async () => {
       topology = await startTopology();
-      const config = { auth: { store: { keyPrefix } } };
+      // auth.session.localCache on: every test below also holds with it (on a Cluster svc keeps it off).
+      const config = { auth: { store: { keyPrefix }, session: { localCache: true } } };
       // Two instances of one app: same store, same prefix; each its own process state.
       [a, b] = [await createTestApp({ redisUrl: topology.url, config }), await createTestApp({ redisUrl: topology.url, config })];
     }, 120_000);
@@ -65,6 +79,20 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
       expect((await replay(a, one)).status).toBe(401);
       expect((await replay(b, two)).status).toBe(401);
       expect((await two.fetch('/auth/session')).status).toBe(401);
+    });
+
+    it('the local session cache: on Sentinel both instances track the master and a logout on one is refused on the other at once; on a Cluster it stays off', async () => {
+      const { email } = await a.createUser({ password: PASSWORD });
+      const c = await login(a, email);
+      const master = await topology.masterFor(`${keyPrefix}session:${sha256(c.cookies.get('sid_app')!)}`);
+      if (!topology.tracks) {
+        expect(await trackingClients(master)).toBe(0);
+        return;
+      }
+      await until('both instances track session keys on the master', async () => (await trackingClients(master)) === 2, 10_000);
+      for (let i = 0; i < 5; i++) expect((await replay(b, c)).status).toBe(200);
+      expect((await c.fetch('/auth/logout', { method: 'POST' })).status).toBe(204);
+      await until('the logout on A is refused on B', async () => (await replay(b, c)).status === 401, 1_000);
     });
 
     it('an OAuth state is good once, even when ten callbacks race for it', async () => {
@@ -122,16 +150,23 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
       expect(await topology.masterFor(key)).not.toBe(master);
       expect((await replay(a, c)).status).toBe(200);
       expect((await b.fetch('/health')).status).toBe(200);
+      if (topology.tracks) {
+        // The local cache follows the new master: tracking is set up there again, and revocations reach it.
+        const now = await topology.masterFor(key);
+        await until('both instances track session keys on the new master', async () => (await trackingClients(now)) === 2, 30_000);
+        expect((await c.fetch('/auth/logout', { method: 'POST' })).status).toBe(204);
+        await until('the logout is refused on both instances', async () => (await replay(a, c)).status === 401 && (await replay(b, c)).status === 401, 1_000);
+      }
     }, 90_000);
   });
 }
 
 scaleOut('Redis Cluster (3 masters + 3 replicas)', async () => {
   const cluster: ClusterTopology = await startCluster();
-  return { url: cluster.url, masterFor: (key) => cluster.masterOf(key) };
+  return { url: cluster.url, masterFor: (key) => cluster.masterOf(key), tracks: false };
 });
 
 scaleOut('Redis with Sentinel (primary + replica + 3 Sentinels)', async () => {
   const sentinel: SentinelTopology = await startSentinel();
-  return { url: sentinel.url, masterFor: () => sentinel.master() };
+  return { url: sentinel.url, masterFor: () => sentinel.master(), tracks: true };
 });

@@ -81,7 +81,7 @@ export interface ReachabilityOptions {
 export function unstickMonitor(client: MongoClient, address: string): boolean {
   type Internals = { topology?: { s?: { servers?: Map<string, { monitor?: { connection?: { socket?: EventEmitter } | null } }> } } };
   const socket = (client as unknown as Internals).topology?.s?.servers?.get(address)?.monitor?.connection?.socket;
-  if (!socket) return false;
+  if (!socket || socket.listenerCount('error') === 0) return false; // nobody would hear it: an 'error' without listeners throws
   socket.emit('error', Object.assign(new Error(`the driver's check of ${address} hung on a connection the server had closed`), { code: 'EPIPE' }));
   return true;
 }

@@ -168,6 +168,8 @@ describe('MongoDB Reachability (fail fast from the driver monitor)', () => {
     expect(errors[0]?.message).toMatch(/hung on a connection the server had closed/);
     expect(unstickMonitor(client as unknown as MongoClient, 'other:27017')).toBe(false);
     expect(unstickMonitor({} as MongoClient, 'db:27017')).toBe(false);
+    const deaf = { topology: { s: { servers: new Map([['db:27017', { monitor: { connection: { socket: new EventEmitter() } } }]]) } } };
+    expect(unstickMonitor(deaf as unknown as MongoClient, 'db:27017'), 'a socket without error listeners is left alone').toBe(false);
   });
 
   it("why: Node reports a write to a socket the peer closed, made before the socket's 'close', to the write's callback only", async () => {

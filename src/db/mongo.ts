@@ -59,10 +59,12 @@ function translate(err: unknown, collection: string): unknown {
  * Exported for its unit test only.
  */
 export interface ReachabilityOptions {
-  /** A check still pending after this long is stuck (see `unstickMonitor`). */
+  /** A check still pending after this long is stuck, whatever its connection looks like. */
   stuckAfterMs?: number;
   /** How often pending checks are looked at. */
   watchEveryMs?: number;
+  /** Whether the check of the server at `address` runs on a connection whose socket is already destroyed. */
+  onDeadSocket?: (address: string) => boolean;
   /** Ends a stuck check of the server at `address`; false when it found nothing to end. */
   unstick?: (address: string) => boolean;
 }
@@ -78,9 +80,17 @@ export interface ReachabilityOptions {
  * swallowed ends the check as failed; the monitor opens a new connection on its next check. This
  * reaches into the driver (its topology's server and monitor), so it reports whether it found them.
  */
+type MonitorInternals = { topology?: { s?: { servers?: Map<string, { monitor?: { connection?: { socket?: EventEmitter & { destroyed?: boolean } } | null } }> } } };
+const monitorSocket = (client: MongoClient, address: string) =>
+  (client as unknown as MonitorInternals).topology?.s?.servers?.get(address)?.monitor?.connection?.socket;
+
+/** Whether the monitor's connection to `address` sits on a destroyed socket: a check on it cannot end by itself. */
+export function monitorSocketDestroyed(client: MongoClient, address: string): boolean {
+  return monitorSocket(client, address)?.destroyed === true;
+}
+
 export function unstickMonitor(client: MongoClient, address: string): boolean {
-  type Internals = { topology?: { s?: { servers?: Map<string, { monitor?: { connection?: { socket?: EventEmitter } | null } }> } } };
-  const socket = (client as unknown as Internals).topology?.s?.servers?.get(address)?.monitor?.connection?.socket;
+  const socket = monitorSocket(client, address);
   if (!socket || socket.listenerCount('error') === 0) return false; // nobody would hear it: an 'error' without listeners throws
   socket.emit('error', Object.assign(new Error(`the driver's check of ${address} hung on a connection the server had closed`), { code: 'EPIPE' }));
   return true;
@@ -97,7 +107,12 @@ export class Reachability {
   private readonly watchdog: NodeJS.Timeout;
 
   constructor(client: MongoClient, logger?: Logger, opts: ReachabilityOptions = {}) {
-    const { stuckAfterMs = 5000, watchEveryMs = 500, unstick = (address: string) => unstickMonitor(client, address) } = opts;
+    const {
+      stuckAfterMs = 5000,
+      watchEveryMs = 200,
+      onDeadSocket = (address: string) => monitorSocketDestroyed(client, address),
+      unstick = (address: string) => unstickMonitor(client, address),
+    } = opts;
     const update = () => {
       const checks = [...this.servers.values()];
       if (checks.length === 0) {
@@ -133,17 +148,23 @@ export class Reachability {
       this.servers.delete(e.address);
       update();
     });
-    // A check normally ends within 2 x connectTimeoutMS (connect, then hello). One still pending
-    // after `stuckAfterMs` is stuck: its server counts as unreachable (503 at once), and the check
-    // is ended so that the monitor goes on (`unstickMonitor`).
+    // A check on a destroyed socket hangs (see unstickMonitor): it is ended at once, before operations
+    // pile up behind server selection (a login reads and writes: two waits would pass CONTRACT's 2 s).
+    // Any other check normally ends within 2 x connectTimeoutMS (connect, then hello); one still
+    // pending after `stuckAfterMs` is ended too. Either way its server counts as unreachable (503 at
+    // once) until the monitor's next good check.
     this.watchdog = setInterval(() => {
       const now = performance.now();
       for (const [address, started] of this.checking) {
-        if (now - started < stuckAfterMs) continue;
+        const dead = onDeadSocket(address);
+        if (!dead && now - started < stuckAfterMs) continue;
         this.checking.delete(address);
         const ended = unstick(address);
-        logger?.warn({ db: 'mongodb', server: address, pendingMs: Math.round(now - started), ended }, "the driver's check of the database hung: ending it so that monitoring goes on");
-        this.servers.set(address, new Error(`the check of ${address} did not complete in ${stuckAfterMs} ms`));
+        logger?.warn(
+          { db: 'mongodb', server: address, pendingMs: Math.round(now - started), deadSocket: dead, ended },
+          "the driver's check of the database hung: ending it so that monitoring goes on",
+        );
+        this.servers.set(address, new Error(`the check of ${address} ${dead ? 'runs on a closed connection' : `did not complete in ${stuckAfterMs} ms`}`));
         update();
       }
     }, watchEveryMs).unref();

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import type { MongoClient } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { Reachability, unstickMonitor, type ReachabilityOptions } from '../../src/db/mongo.ts';
+import { monitorSocketDestroyed, Reachability, unstickMonitor, type ReachabilityOptions } from '../../src/db/mongo.ts';
 import { UnavailableError } from '../../src/http/errors.ts';
 
 /** The driver's monitor, as Reachability sees it: heartbeat and server events on the client. */
@@ -142,6 +142,24 @@ describe('MongoDB Reachability (fail fast from the driver monitor)', () => {
     }
   });
 
+  it('a check on a destroyed socket is ended at once, long before stuckAfterMs', async () => {
+    const ended: string[] = [];
+    let dead = false;
+    const d = fakeDriver({ stuckAfterMs: 60_000, watchEveryMs: 10, onDeadSocket: () => dead, unstick: (address) => ended.push(address) > 0 });
+    try {
+      d.up();
+      d.started();
+      await new Promise((r) => setTimeout(r, 40));
+      expect(ended, 'a live socket: the check may take its time').toEqual([]);
+      dead = true;
+      await new Promise((r) => setTimeout(r, 40));
+      expect(ended).toEqual(['db:27017']);
+      await expect(d.reach.read(async () => 1)).rejects.toBeInstanceOf(UnavailableError);
+    } finally {
+      d.reach.close();
+    }
+  });
+
   it('checks that end in time are never ended', async () => {
     const ended: string[] = [];
     const d = fakeDriver({ stuckAfterMs: 60, watchEveryMs: 10, unstick: (address) => ended.push(address) > 0 });
@@ -159,7 +177,7 @@ describe('MongoDB Reachability (fail fast from the driver monitor)', () => {
     }
   });
 
-  it("unstickMonitor hands the monitor connection's socket an error, and says when the driver has no such monitor", () => {
+  it("unstickMonitor hands the monitor connection's socket an error, and says when the driver has no such monitor; monitorSocketDestroyed reads the socket's state", () => {
     const socket = new EventEmitter();
     const errors: Error[] = [];
     socket.on('error', (err: Error) => errors.push(err));
@@ -168,6 +186,10 @@ describe('MongoDB Reachability (fail fast from the driver monitor)', () => {
     expect(errors[0]?.message).toMatch(/hung on a connection the server had closed/);
     expect(unstickMonitor(client as unknown as MongoClient, 'other:27017')).toBe(false);
     expect(unstickMonitor({} as MongoClient, 'db:27017')).toBe(false);
+    expect(monitorSocketDestroyed(client as unknown as MongoClient, 'db:27017')).toBe(false);
+    Object.assign(socket, { destroyed: true });
+    expect(monitorSocketDestroyed(client as unknown as MongoClient, 'db:27017')).toBe(true);
+    expect(monitorSocketDestroyed({} as MongoClient, 'db:27017')).toBe(false);
     const deaf = { topology: { s: { servers: new Map([['db:27017', { monitor: { connection: { socket: new EventEmitter() } } }]]) } } };
     expect(unstickMonitor(deaf as unknown as MongoClient, 'db:27017'), 'a socket without error listeners is left alone').toBe(false);
   });

@@ -1,12 +1,13 @@
-// `npx tsx bench/session-cache-memory.ts [sessions]`: the memory of `auth.session.localCache` with
-// 100,000 sessions cached (performance issue, part 2: RSS < 150 MB). svc as `npm start` runs it
-// (`node bin/start.js`), one private redis-server, embedded database, `localCacheSize` 100000.
+// `npx tsx bench/session-cache-memory.ts [sessions] [--live]`: the memory of `auth.session.localCache`
+// with 100,000 sessions cached (performance issue, part 2: RSS < 150 MB). svc exactly as `npm start`
+// runs it (`node bin/start.js`), one private redis-server, embedded database, `localCacheSize` 100000.
 // The sessions are written straight into Redis in svc's format (CONTRACT section 3), then each is
 // asked for three times: the first request pushes its TTL (GETEX, which Redis also announces back to
 // this instance), the second reads it into the cache (GET), the third must cost no store command.
-// Reported before any session and after each pass: RSS (/proc), and what svc really holds after a
-// forced full GC (heapUsed + external; svc runs with --expose-gc and test/support/heap-report.ts,
-// bench instrumentation only, which loads tsx too), since V8 sizes its heap to the allocation rate.
+// Reported before any session and after each pass: RSS and peak RSS (/proc). With `--live`, also what
+// svc really holds after a forced full GC (heapUsed + external), since V8 sizes its heap to the
+// allocation rate: svc then runs with --expose-gc and test/support/heap-report.ts, which loads tsx and
+// so adds to the RSS (that run's RSS is not the service's).
 import { Redis } from 'ioredis';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -14,10 +15,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { baseEnv, currentRss, freePort, PROJECT_DIR, startChild, startRedisServer, waitHealthy } from './lib/procs.ts';
+import { baseEnv, currentRss, freePort, peakRss, PROJECT_DIR, startChild, startRedisServer, waitHealthy } from './lib/procs.ts';
 import { commandDelta, parseCommandStats } from './lib/stats.ts';
 
-const SESSIONS = Number(process.argv[2] ?? 100_000);
+const args = process.argv.slice(2);
+const live = args.includes('--live');
+const SESSIONS = Number(args.find((a) => /^\d+$/.test(a)) ?? 100_000);
 const TTL = 86_400;
 const HEAP_REPORT = fileURLToPath(new URL('../test/support/heap-report.ts', import.meta.url));
 const MB = 1024 * 1024;
@@ -31,7 +34,7 @@ writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { co
 const port = await freePort();
 const svc = startChild({
   name: 'svc',
-  argv: ['node', '--expose-gc', '--import', HEAP_REPORT, 'bin/start.js'],
+  argv: ['node', ...(process.env.SVC_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...(live ? ['--expose-gc', '--import', HEAP_REPORT] : []), 'bin/start.js'],
   cwd: PROJECT_DIR,
   env: { ...baseEnv(), HOST: '127.0.0.1', PORT: String(port), CACHE_URL: redisUrl, LOG_LEVEL: 'warn', SVC_APP_PATH: appRoot, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-bench-data-')) },
 });
@@ -42,6 +45,7 @@ try {
   let seq = 0;
   /** heapUsed + external after a forced full GC in svc (heap-report.ts on SIGUSR2), in MB. */
   const liveMB = async () => {
+    if (!live) return NaN;
     seq++;
     process.kill(svc.pid, 'SIGUSR2');
     for (let i = 0; i < 100; i++) {
@@ -87,17 +91,21 @@ try {
     return { failed, seconds: (performance.now() - started) / 1000 };
   };
   const results = [];
+  const rest = Number(process.env.REST_S ?? 0);
   for (let i = 1; i <= 3; i++) {
     const before = parseCommandStats(await redis.info('commandstats'));
     const result = await pass();
     const delta = commandDelta(before, parseCommandStats(await redis.info('commandstats')));
     const reads = (delta.get ?? 0) + (delta.getex ?? 0);
-    results.push({ pass: i, ...result, storeReads: reads, rssMB: (currentRss(svc.pid) ?? NaN) / MB, liveMB: await liveMB() });
+    if (rest) await new Promise((r) => setTimeout(r, rest * 1000));
+    results.push({ pass: i, ...result, storeReads: reads, rssMB: (currentRss(svc.pid) ?? NaN) / MB, peakMB: (peakRss(svc.pid) ?? NaN) / MB, liveMB: await liveMB() });
   }
-  console.log(`svc with auth.session.localCache, ${SESSIONS} sessions (localCacheSize ${SESSIONS}); before any session: RSS ${idleRss.toFixed(0)} MB, live after GC ${idleLive.toFixed(1)} MB`);
-  console.log('| pass | seconds | non-200 | GET+GETEX to Redis | RSS MB after | live MB after a full GC |');
-  console.log('|---:|---:|---:|---:|---:|---:|');
-  for (const r of results) console.log(`| ${r.pass} | ${r.seconds.toFixed(1)} | ${r.failed} | ${r.storeReads} | ${r.rssMB.toFixed(0)} | ${r.liveMB.toFixed(1)} |`);
+  const how = live ? 'with --expose-gc and heap-report.ts (tsx loaded)' : 'as `npm start` runs it';
+  console.log(`svc ${how}, auth.session.localCache, ${SESSIONS} sessions (localCacheSize ${SESSIONS}); before any session: RSS ${idleRss.toFixed(0)} MB${live ? `, live after GC ${idleLive.toFixed(1)} MB` : ''}`);
+  console.log(`| pass | seconds | non-200 | GET+GETEX to Redis | RSS MB after | peak RSS MB |${live ? ' live MB after a full GC |' : ''}`);
+  console.log(`|---:|---:|---:|---:|---:|---:|${live ? '---:|' : ''}`);
+  for (const r of results) console.log(`| ${r.pass} | ${r.seconds.toFixed(1)} | ${r.failed} | ${r.storeReads} | ${r.rssMB.toFixed(0)} | ${r.peakMB.toFixed(0)} |${live ? ` ${r.liveMB.toFixed(1)} |` : ''}`);
+  if (process.env.DEBUG_TAIL) console.log(svc.output().split('\n').filter((l) => l.includes('heap')).slice(-Number(process.env.DEBUG_TAIL)).join('\n'));
   await agent.close();
   redis.disconnect();
 } finally {

@@ -33,9 +33,9 @@ function withoutApiPrefix(request: Request): string {
  * to the proxy or to pages (svc serves one: /docs, whose CSP says `frame-ancestors 'none'`), and would
  * keep frontends from framing asset downloads.
  *
- * Served by @hono/node-server (`c.env.outgoing`), the headers go straight onto Node's response before
- * the handler runs: a few header sets, and the headers of the handler's Response override them when they
- * are written (writeHead merges). Going through the Response instead would turn its plain header object
+ * Served by @hono/node-server (`c.env.outgoing`), they are preset on Node's response before the handler
+ * runs (`presetHeader`), and the headers of the handler's Response override them in the one writeHead.
+ * Going through the Response instead would turn its plain header object
  * into a Headers and back on GET /auth/session's hot path (measured: about 3 times the cost). Elsewhere
  * (an in-process `app.request`, another runtime) they are set on the Response after the handler.
  */
@@ -66,7 +66,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
     c.set('requestId', id);
     presetHeader(c, 'X-Request-Id', id);
     const outgoing = nodeResponse(c);
-    if (outgoing) for (const [name, value] of DEFAULT_HEADERS) outgoing.setHeader(name, value);
+    if (outgoing) for (const [name, value] of DEFAULT_HEADERS) presetHeader(c, name, value);
     const logged = logger.isLevelEnabled('info');
     const started = logged ? performance.now() : 0;
     await next();

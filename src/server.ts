@@ -1,5 +1,5 @@
 import { createAdaptorServer } from '@hono/node-server';
-import { ServerResponse, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -17,6 +17,7 @@ import { applySeeds } from './plugins/seeds.ts';
 import type { Hono } from 'hono';
 import type { AppEnv } from './http/env.ts';
 import { allowedOrigins } from './http/origins.ts';
+import { PresetHeadersResponse } from './http/response-headers.ts';
 import { Stores } from './store/index.ts';
 import { appTypeScriptFiles, typeScriptFor, typeScriptRegistered } from './typescript.ts';
 
@@ -97,10 +98,10 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
    * arrived, so answers to requests that were in flight at the signal close their connection too (left
    * open, it would be closed as idle right after the answer, racing the client's next request on it).
    */
-  class ShutdownAwareResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
-    override writeHead(statusCode: number, ...rest: unknown[]): this {
+  class ShutdownAwareResponse<Request extends IncomingMessage = IncomingMessage> extends PresetHeadersResponse<Request> {
+    override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
       if (shuttingDown) this.shouldKeepAlive = false;
-      return Reflect.apply(super.writeHead, this, [statusCode, ...rest]) as this;
+      return super.writeHead(statusCode, reason, headers);
     }
   }
   const serverOptions = {

@@ -6,7 +6,7 @@ import type { Config } from '../config/load.ts';
 import type { Database } from '../db/index.ts';
 import type { AppEnv } from '../http/env.ts';
 import { AppError, forbidden } from '../http/errors.ts';
-import { nodeResponse, presetHeader } from '../http/response-headers.ts';
+import { dropPresetHeader, presetHeader } from '../http/response-headers.ts';
 import type { Logger } from '../logger.ts';
 import type { Stores } from '../store/index.ts';
 import { AssetTokens, type AssetResolver } from './assets.ts';
@@ -160,8 +160,7 @@ export class Auth {
   private dropRefreshedCookie(c: Context): void {
     if (!c.get('cookieRefreshed')) return;
     c.set('cookieRefreshed', false);
-    const outgoing = nodeResponse(c);
-    if (outgoing) return void outgoing.removeHeader('Set-Cookie');
+    if (dropPresetHeader(c, 'Set-Cookie')) return;
     const headers = c.res.headers;
     const others = headers.getSetCookie().filter((line) => !line.startsWith(`${this.cookieName}=`));
     headers.delete('set-cookie');

@@ -1,5 +1,7 @@
 import type { SessionRecord } from './sessions.ts';
 
+const MOVE_INTERVAL_MS = 1000;
+
 interface Entry {
   /** Null until read, and again once Redis says the key changed. */
   record: SessionRecord | null;
@@ -7,6 +9,8 @@ interface Entry {
   readAt: number;
   /** When this instance last pushed the session's sliding TTL (epoch ms); survives invalidations. */
   pushedAt?: number;
+  /** When a use last moved the entry to the most recently used end (epoch ms). */
+  movedAt?: number;
 }
 
 /**
@@ -23,7 +27,9 @@ interface Entry {
  *   does not report (a half-open socket).
  * It also remembers when this instance last pushed each sliding TTL (`touchInterval`), in the same
  * entry: one map, one key string per session (100,000 sessions: see bench/session-cache-memory.ts).
- * Bounded by count (least recently used out first); `Map` keeps insertion order, a use re-inserts.
+ * Bounded by count (least recently used out first); `Map` keeps insertion order, a use re-inserts, at
+ * most once a second per entry (a Map delete + set costs a hot session about half a microsecond per
+ * request; an order exact to the second is all an eviction needs).
  */
 export class SessionCache {
   private readonly entries = new Map<string, Entry>();
@@ -38,7 +44,7 @@ export class SessionCache {
 
   /** The cached record, or undefined: not cached, too old, or the cache is not live. */
   get(hash: string, now: number): SessionRecord | undefined {
-    const entry = this.use(hash);
+    const entry = this.use(hash, now);
     if (!entry?.record) return undefined;
     if (now - entry.readAt >= this.maxAgeMs) {
       entry.record = null;
@@ -110,10 +116,11 @@ export class SessionCache {
     this.reading.clear();
   }
 
-  /** The entry, moved to the most recently used end. */
-  private use(hash: string): Entry | undefined {
+  /** The entry, moved to the most recently used end (unless it was within the last second). */
+  private use(hash: string, now: number): Entry | undefined {
     const entry = this.entries.get(hash);
-    if (!entry) return undefined;
+    if (!entry || (entry.movedAt !== undefined && now - entry.movedAt < MOVE_INTERVAL_MS)) return entry;
+    entry.movedAt = now;
     this.entries.delete(hash);
     this.entries.set(hash, entry);
     return entry;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/load.ts';
 import type { AuthUser } from '../http/env.ts';
 import type { Store } from '../store/store.ts';
+import { sha256hex } from './hash.ts';
 import { SessionCache } from './session-cache.ts';
 
 /** What the store keeps under `auth:session:<sha256hex>` (CONTRACT section 3). Times are epoch ms. */
@@ -46,8 +47,16 @@ export interface Session extends SessionRecord {
 
 const ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
-export function hashSessionId(id: string): string {
-  return createHash('sha256').update(id).digest('hex');
+export const hashSessionId = sha256hex;
+
+/**
+ * The session a request sees: its record (CONTRACT section 3's fields), the expiry as of now, its
+ * hash. Written out field by field: V8's object spread (`{ ...record, expiresAt, hash }`) costs about a
+ * microsecond per request here, some 200 times this.
+ */
+function sessionOf(record: SessionRecord, expiresAt: number, hash: string): Session {
+  const { userId, isAdmin, provider, createdAt, totp } = record;
+  return totp ? { userId, isAdmin, provider, createdAt, expiresAt, totp, hash } : { userId, isAdmin, provider, createdAt, expiresAt, hash };
 }
 
 /**
@@ -233,7 +242,7 @@ export class SessionService {
       expiresAt = Math.min((this.cache?.pushedAt(hash) ?? now) + this.ttl * 1000, hardEnd);
     }
     this.markSeen(hash, now);
-    return { session: { ...record, expiresAt, hash }, pushed: push };
+    return { session: sessionOf(record, expiresAt, hash), pushed: push };
   }
 
   /** One store read of a session record (GETEX when `push`), kept by the local cache if it has one. */

@@ -112,6 +112,14 @@ describe('Cache-Control', () => {
     expect(todos.status).toBe(200);
     noStore(todos, '/svc__todo/all');
     securityHeaders(todos, '/svc__todo/all');
+    // A handler that sets a cookie of its own keeps the session's refresh beside it: two Set-Cookie lines.
+    const options = await fetch(`${svc.url}/auth/login/passkey/options`, { method: 'POST', headers: { cookie: cookie2, origin: svc.url } });
+    expect(options.status).toBe(200);
+    const lines = options.headers.getSetCookie();
+    expect(lines).toHaveLength(2);
+    expect(lines.filter((line) => line.startsWith(`${cookie2}; Max-Age=`))).toHaveLength(1);
+    expect(lines.filter((line) => line.startsWith('svc_passkey='))).toHaveLength(1);
+    await options.arrayBuffer();
     // A handler's own Cache-Control wins here too, and appears once.
     const script = await fetch(`${svc.url}/docs/scalar.js`);
     expect(script.status).toBe(200);

@@ -84,4 +84,19 @@ describe('SessionCache', () => {
     expect(cache.get('b', 1)).toBeUndefined();
     for (const hash of ['a', 'c', 'd']) expect(cache.get(hash, 1)).toBeDefined();
   });
+
+  it('orders by use to the second: a use within a second of its last move keeps the order', () => {
+    const cache = live(3, 60_000);
+    for (const hash of ['a', 'b', 'c']) fill(cache, hash);
+    expect(cache.get('a', 1)).toBeDefined(); // first use, moved: b c a
+    expect(cache.get('b', 2)).toBeDefined(); // c a b
+    expect(cache.get('a', 500)).toBeDefined(); // within a second of its move: still c a b
+    expect(cache.get('c', 600)).toBeDefined(); // a b c
+    fill(cache, 'd'); // a is the least recently used
+    expect(cache.get('a', 700)).toBeUndefined();
+    expect(cache.get('b', 1500)).toBeDefined(); // a second after its move: moved, c d b
+    fill(cache, 'e');
+    expect(cache.get('c', 1600)).toBeUndefined();
+    for (const hash of ['b', 'd', 'e']) expect(cache.get(hash, 1600)).toBeDefined();
+  });
 });

@@ -7,14 +7,7 @@
  * hash>`), login to the browser (`passkey-login:<sha256(cookie)>`, an HttpOnly cookie). The credential
  * id, public key and counter are public data; the counter going back means a cloned authenticator.
  */
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type RegistrationResponseJSON,
-} from '@simplewebauthn/server';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
@@ -24,6 +17,12 @@ import { DuplicateKeyError } from '../db/index.ts';
 import { AppError } from '../http/errors.ts';
 import type { Store } from '../store/store.ts';
 import { sha256hex } from './hash.ts';
+
+/**
+ * @simplewebauthn/server with its X.509/ASN.1 stack, loaded on the first passkey request rather than at
+ * start-up: about 12 MB of resident memory that a process without passkey traffic never needs.
+ */
+const webauthn = () => import('@simplewebauthn/server');
 
 export const PASSKEY_COLLECTION = 'svc__core-passkey';
 export const PASSKEY_LOGIN_COOKIE = 'svc_passkey';
@@ -93,7 +92,7 @@ export class PasskeyService {
   /** `POST /auth/passkeys/options`: creation options; the challenge waits 5 min for this session. */
   async registrationOptions(user: { _id: string; email: string; firstname?: string; lastname?: string }, sessionHash: string) {
     const existing = await this.passkeys.find({ userId: user._id });
-    const options = await generateRegistrationOptions({
+    const options = await (await webauthn()).generateRegistrationOptions({
       rpName: this.rp.rpName,
       rpID: this.rp.rpID,
       userName: user.email,
@@ -114,7 +113,7 @@ export class PasskeyService {
     if (!challenge) throw new AppError(400, 'invalid_passkey', 'No registration is pending for this session (ask for options first; they last 5 minutes and work once)');
     let verified;
     try {
-      verified = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: this.rp.origins, expectedRPID: this.rp.rpID, requireUserVerification: false });
+      verified = await (await webauthn()).verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: this.rp.origins, expectedRPID: this.rp.rpID, requireUserVerification: false });
     } catch (err) {
       throw new AppError(400, 'invalid_passkey', `The passkey was not accepted: ${(err as Error).message}`);
     }
@@ -160,7 +159,7 @@ export class PasskeyService {
 
   /** `POST /auth/login/passkey/options`: request options for any discoverable passkey; the challenge is bound to this browser. */
   async loginOptions(c: Context) {
-    const options = await generateAuthenticationOptions({ rpID: this.rp.rpID, userVerification: 'preferred', allowCredentials: [] });
+    const options = await (await webauthn()).generateAuthenticationOptions({ rpID: this.rp.rpID, userVerification: 'preferred', allowCredentials: [] });
     const binding = randomBytes(32).toString('base64url');
     await this.store.set(this.key('login', binding), options.challenge, { ttl: CHALLENGE_TTL });
     setCookie(c, PASSKEY_LOGIN_COOKIE, binding, { httpOnly: true, path: '/', secure: this.config.auth.cookie.secure, sameSite: 'Strict', maxAge: CHALLENGE_TTL });
@@ -181,7 +180,7 @@ export class PasskeyService {
     if (!doc) throw refused('this passkey is not registered');
     let result;
     try {
-      result = await verifyAuthenticationResponse({
+      result = await (await webauthn()).verifyAuthenticationResponse({
         response,
         expectedChallenge: challenge,
         expectedOrigin: this.rp.origins,

@@ -1,6 +1,5 @@
 import { createHash, randomInt } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import QRCode from 'qrcode';
 import { AppError } from '../http/errors.ts';
 import type { SecretBox } from './oauth/secrets.ts';
 import type { UserDoc, UserService } from './users.ts';
@@ -53,6 +52,8 @@ export class TotpService {
     const secret = new Secret({ size: 20 });
     await this.users.users.updateOne({ _id: user._id }, { $set: { 'totp.pending': this.secrets.seal(secret.base32) } });
     const otpauthUri = new TOTP({ issuer: this.issuer, label: user.email, secret, period: PERIOD, digits: 6, algorithm: 'SHA1' }).toString();
+    // Loaded on the first enrolment, not at start-up: most processes never draw a QR code.
+    const { default: QRCode } = await import('qrcode');
     return { otpauthUri, qrCode: await QRCode.toDataURL(otpauthUri, { errorCorrectionLevel: 'M', margin: 2 }) };
   }
 

@@ -91,13 +91,11 @@ try {
     return { failed, seconds: (performance.now() - started) / 1000 };
   };
   const results = [];
-  const rest = Number(process.env.REST_S ?? 0);
   for (let i = 1; i <= 3; i++) {
     const before = parseCommandStats(await redis.info('commandstats'));
     const result = await pass();
     const delta = commandDelta(before, parseCommandStats(await redis.info('commandstats')));
     const reads = (delta.get ?? 0) + (delta.getex ?? 0);
-    if (rest) await new Promise((r) => setTimeout(r, rest * 1000));
     results.push({ pass: i, ...result, storeReads: reads, rssMB: (currentRss(svc.pid) ?? NaN) / MB, peakMB: (peakRss(svc.pid) ?? NaN) / MB, liveMB: await liveMB() });
   }
   const how = live ? 'with --expose-gc and heap-report.ts (tsx loaded)' : 'as `npm start` runs it';
@@ -105,7 +103,6 @@ try {
   console.log(`| pass | seconds | non-200 | GET+GETEX to Redis | RSS MB after | peak RSS MB |${live ? ' live MB after a full GC |' : ''}`);
   console.log(`|---:|---:|---:|---:|---:|---:|${live ? '---:|' : ''}`);
   for (const r of results) console.log(`| ${r.pass} | ${r.seconds.toFixed(1)} | ${r.failed} | ${r.storeReads} | ${r.rssMB.toFixed(0)} | ${r.peakMB.toFixed(0)} |${live ? ` ${r.liveMB.toFixed(1)} |` : ''}`);
-  if (process.env.DEBUG_TAIL) console.log(svc.output().split('\n').filter((l) => l.includes('heap')).slice(-Number(process.env.DEBUG_TAIL)).join('\n'));
   await agent.close();
   redis.disconnect();
 } finally {

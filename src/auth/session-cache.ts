@@ -1,7 +1,5 @@
 import type { SessionRecord } from './sessions.ts';
 
-const MOVE_INTERVAL_MS = 1000;
-
 interface Entry {
   /** Null until read, and again once Redis says the key changed. */
   record: SessionRecord | null;
@@ -9,8 +7,8 @@ interface Entry {
   readAt: number;
   /** When this instance last pushed the session's sliding TTL (epoch ms); survives invalidations. */
   pushedAt?: number;
-  /** When a use last moved the entry to the most recently used end (epoch ms). */
-  movedAt?: number;
+  /** Served since the eviction sweep last passed it (its second chance: see `add`). */
+  used: boolean;
 }
 
 /**
@@ -27,9 +25,10 @@ interface Entry {
  *   does not report (a half-open socket).
  * It also remembers when this instance last pushed each sliding TTL (`touchInterval`), in the same
  * entry: one map, one key string per session (100,000 sessions: see bench/session-cache-memory.ts).
- * Bounded by count (least recently used out first); `Map` keeps insertion order, a use re-inserts, at
- * most once a second per entry (a Map delete + set costs a hot session about half a microsecond per
- * request; an order exact to the second is all an eviction needs).
+ * Bounded by count, evicting with the CLOCK rule (an LRU approximation): `Map` keeps insertion order,
+ * a use only flags its entry, and when the cache is full the oldest entry goes unless it was used
+ * since, in which case it loses its flag and moves to the young end. A use costs no Map write
+ * (moving the entry on every use cost a hot session about half a microsecond per request).
  */
 export class SessionCache {
   private readonly entries = new Map<string, Entry>();
@@ -44,18 +43,19 @@ export class SessionCache {
 
   /** The cached record, or undefined: not cached, too old, or the cache is not live. */
   get(hash: string, now: number): SessionRecord | undefined {
-    const entry = this.use(hash, now);
+    const entry = this.entries.get(hash);
     if (!entry?.record) return undefined;
     if (now - entry.readAt >= this.maxAgeMs) {
       entry.record = null;
       return undefined;
     }
+    entry.used = true;
     return entry.record;
   }
 
   /** Whether this instance should push the session's TTL now (not done within `intervalMs`); if so, counts it as done. */
   pushDue(hash: string, now: number, intervalMs: number): boolean {
-    const entry = this.entries.get(hash) ?? this.add(hash, { record: null, readAt: 0 });
+    const entry = this.entries.get(hash) ?? this.add(hash, { record: null, readAt: 0, used: false });
     if (entry.pushedAt !== undefined && now - entry.pushedAt < intervalMs) return false;
     entry.pushedAt = now;
     return true;
@@ -89,7 +89,7 @@ export class SessionCache {
     if (entry) {
       entry.record = record;
       entry.readAt = readAt;
-    } else this.add(hash, { record, readAt });
+    } else this.add(hash, { record, readAt, used: false });
   }
 
   /** Redis says the key changed or went (here or elsewhere): its record is no longer trusted. */
@@ -116,19 +116,18 @@ export class SessionCache {
     this.reading.clear();
   }
 
-  /** The entry, moved to the most recently used end (unless it was within the last second). */
-  private use(hash: string, now: number): Entry | undefined {
-    const entry = this.entries.get(hash);
-    if (!entry || (entry.movedAt !== undefined && now - entry.movedAt < MOVE_INTERVAL_MS)) return entry;
-    entry.movedAt = now;
-    this.entries.delete(hash);
-    this.entries.set(hash, entry);
-    return entry;
-  }
-
   private add(hash: string, entry: Entry): Entry {
+    // Room first (the new entry is never the one to go): the oldest entry goes, unless used since
+    // the sweep last passed it; then it moves to the young end without its flag, and the next oldest
+    // is looked at. Each use buys one pass.
+    while (this.entries.size >= this.maxEntries) {
+      const [oldest, first] = this.entries.entries().next().value!;
+      this.entries.delete(oldest);
+      if (!first.used) break;
+      first.used = false;
+      this.entries.set(oldest, first);
+    }
     this.entries.set(hash, entry);
-    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     return entry;
   }
 }

@@ -85,18 +85,27 @@ describe('SessionCache', () => {
     for (const hash of ['a', 'c', 'd']) expect(cache.get(hash, 1)).toBeDefined();
   });
 
-  it('orders by use to the second: a use within a second of its last move keeps the order', () => {
+  it('evicts by the CLOCK rule: an entry used since the sweep last passed it gets a second chance', () => {
     const cache = live(3, 60_000);
     for (const hash of ['a', 'b', 'c']) fill(cache, hash);
-    expect(cache.get('a', 1)).toBeDefined(); // first use, moved: b c a
-    expect(cache.get('b', 2)).toBeDefined(); // c a b
-    expect(cache.get('a', 500)).toBeDefined(); // within a second of its move: still c a b
-    expect(cache.get('c', 600)).toBeDefined(); // a b c
-    fill(cache, 'd'); // a is the least recently used
-    expect(cache.get('a', 700)).toBeUndefined();
-    expect(cache.get('b', 1500)).toBeDefined(); // a second after its move: moved, c d b
-    fill(cache, 'e');
-    expect(cache.get('c', 1600)).toBeUndefined();
-    for (const hash of ['b', 'd', 'e']) expect(cache.get(hash, 1600)).toBeDefined();
+    expect(cache.get('a', 1)).toBeDefined();
+    expect(cache.get('b', 2)).toBeDefined();
+    fill(cache, 'd'); // a and b were used: they move to the young end, unflagged; c goes
+    expect(cache.get('c', 3)).toBeUndefined();
+    expect(cache.get('a', 3)).toBeDefined(); // a is used again; b is not
+    fill(cache, 'e'); // a moves on once more; b had its second chance and goes
+    expect(cache.get('b', 4)).toBeUndefined();
+    for (const hash of ['a', 'd', 'e']) expect(cache.get(hash, 5)).toBeDefined();
+  });
+
+  it('a new entry is never the one evicted, even when every other entry was used', () => {
+    const cache = live(2, 60_000);
+    fill(cache, 'a');
+    fill(cache, 'b');
+    cache.get('a', 1);
+    cache.get('b', 1);
+    fill(cache, 'c');
+    expect(cache.get('c', 2)).toBeDefined();
+    expect([cache.get('a', 2), cache.get('b', 2)].filter(Boolean)).toHaveLength(1);
   });
 });

@@ -7,7 +7,8 @@
 // Reported before any session and after each pass: RSS and peak RSS (/proc). With `--live`, also what
 // svc really holds after a forced full GC (heapUsed + external), since V8 sizes its heap to the
 // allocation rate: svc then runs with --expose-gc and test/support/heap-report.ts, which loads tsx and
-// so adds to the RSS (that run's RSS is not the service's).
+// so adds to the RSS (that run's RSS is not the service's). `SVC_NODE_FLAGS="--flag ..."` starts svc with
+// those node/V8 flags (e.g. --optimize-for-size, which Node refuses in NODE_OPTIONS).
 import { Redis } from 'ioredis';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,8 @@
 import type { SessionRecord } from './sessions.ts';
 
+/** Second chances one eviction may give before the oldest entry goes anyway. */
+const SWEEP_STEPS = 32;
+
 interface Entry {
   /** Null until read, and again once Redis says the key changed. */
   record: SessionRecord | null;
@@ -119,11 +122,12 @@ export class SessionCache {
   private add(hash: string, entry: Entry): Entry {
     // Room first (the new entry is never the one to go): the oldest entry goes, unless used since
     // the sweep last passed it; then it moves to the young end without its flag, and the next oldest
-    // is looked at. Each use buys one pass.
-    while (this.entries.size >= this.maxEntries) {
+    // is looked at. Each use buys one pass. At most SWEEP_STEPS second chances per eviction, so that a
+    // full cache of hot sessions costs one request a few microseconds, not a walk over all of them.
+    for (let step = 0; this.entries.size >= this.maxEntries; step++) {
       const [oldest, first] = this.entries.entries().next().value!;
       this.entries.delete(oldest);
-      if (!first.used) break;
+      if (!first.used || step >= SWEEP_STEPS) break;
       first.used = false;
       this.entries.set(oldest, first);
     }

@@ -98,6 +98,15 @@ describe('SessionCache', () => {
     for (const hash of ['a', 'd', 'e']) expect(cache.get(hash, 5)).toBeDefined();
   });
 
+  it('one eviction gives at most 32 second chances: with every entry used, the 33rd oldest goes', () => {
+    const cache = live(100, 60_000);
+    const hashes = Array.from({ length: 100 }, (_, i) => `h${i}`);
+    for (const hash of hashes) fill(cache, hash);
+    for (const hash of hashes) cache.get(hash, 1);
+    fill(cache, 'new');
+    expect(hashes.filter((hash) => cache.get(hash, 2) === undefined)).toEqual(['h32']);
+  });
+
   it('a new entry is never the one evicted, even when every other entry was used', () => {
     const cache = live(2, 60_000);
     fill(cache, 'a');

@@ -10,6 +10,7 @@
 //          of those stacks, written to a temp dir when the bench ends)  --out DIR (bench/results)
 //          --svc-dir DIR (another svc checkout to measure as "svc", for before/after comparisons)
 //          --svc-env K=V (repeatable: extra environment for svc, e.g. UV_THREADPOOL_SIZE=2)
+//          --svc-node-flag F (repeatable: a node/V8 flag for both svc stacks, e.g. --optimize-for-size)
 import autocannon, { type Result } from 'autocannon';
 import { Redis } from 'ioredis';
 import { spawnSync } from 'node:child_process';
@@ -33,6 +34,7 @@ const { values: opts } = parseArgs({
     out: { type: 'string', default: 'bench/results' },
     'svc-dir': { type: 'string' },
     'svc-env': { type: 'string', multiple: true },
+    'svc-node-flag': { type: 'string', multiple: true },
   },
   strict: true,
 });
@@ -402,7 +404,10 @@ async function main() {
   const profDir = profiled.size ? mkdtempSync(path.join(os.tmpdir(), 'svc-bench-prof-')) : '';
   const ctx: StackContext = {
     redisUrl,
-    nodeFlags: (id) => (profiled.has(id) ? ['--cpu-prof', '--cpu-prof-dir', path.join(profDir, id)] : []),
+    nodeFlags: (id) => [
+      ...(id.startsWith('svc') ? (opts['svc-node-flag'] ?? []) : []),
+      ...(profiled.has(id) ? ['--cpu-prof', '--cpu-prof-dir', path.join(profDir, id)] : []),
+    ],
     tempDirs: [],
     svcDir: path.resolve(opts['svc-dir'] ?? PROJECT_DIR),
     svcEnv: Object.fromEntries((opts['svc-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),

@@ -35,7 +35,8 @@ writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { co
 const port = await freePort();
 const svc = startChild({
   name: 'svc',
-  argv: ['node', ...(process.env.SVC_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...(live ? ['--expose-gc', '--import', HEAP_REPORT] : []), 'bin/start.js'],
+  // 'node-js': plain node (startChild's 'node' loads tsx, which the heap report needs and `npm start` has not).
+  argv: [live ? 'node' : 'node-js', ...(process.env.SVC_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...(live ? ['--expose-gc', '--import', HEAP_REPORT] : []), 'bin/start.js'],
   cwd: PROJECT_DIR,
   env: { ...baseEnv(), HOST: '127.0.0.1', PORT: String(port), CACHE_URL: redisUrl, LOG_LEVEL: 'warn', SVC_APP_PATH: appRoot, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-bench-data-')) },
 });

@@ -31,7 +31,7 @@ export const configSchema = v.strictObject({
           maxLifetime: v.optional(positiveSeconds, 2592000),
           /** In-process session records kept exact by Redis key tracking (README: "Local session cache"). */
           localCache: v.optional(v.boolean(), false),
-          /** Most records one instance keeps (least recently used out first). */
+          /** Most records one instance keeps (when full, the oldest one not used since the last sweep goes). */
           localCacheSize: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000_000)), 100_000),
           /** Seconds a cached record is served before it is read again, whatever Redis says. */
           localCacheMaxAge: v.optional(positiveSeconds, 10),

@@ -44,20 +44,6 @@ function translate(err: unknown, collection: string): unknown {
   return err;
 }
 
-/**
- * Whether MongoDB can be reached, as the driver's own server monitor last saw it, so that requests
- * fail at once while it cannot, instead of each waiting out server selection (1.2 s) for a 503.
- *
- * The monitor checks every server every `heartbeatFrequencyMS` on a connection of its own (while a
- * server is away: a TCP connect that is refused). When the last check of EVERY known server failed, the
- * database is unreachable: operations are refused at once with 503. Reads already waiting for a
- * server are answered 503 then too (abandoned: harmless for a read, which the driver then drops when
- * server selection gives up); writes are not, since the driver would still send one whose server
- * returns in time. The first successful check ends it; the driver makes its connection pool ready in
- * that same step, so this state never outlives the driver's own view of the server. In load-balanced
- * mode there are no checks (no heartbeat events): operations wait out server selection as before.
- * Exported for its unit test only.
- */
 export interface ReachabilityOptions {
   /** A check still pending after this long is stuck, whatever its connection looks like. */
   stuckAfterMs?: number;
@@ -96,6 +82,20 @@ export function unstickMonitor(client: MongoClient, address: string): boolean {
   return true;
 }
 
+/**
+ * Whether MongoDB can be reached, as the driver's own server monitor last saw it, so that requests
+ * fail at once while it cannot, instead of each waiting out server selection (1.2 s) for a 503.
+ *
+ * The monitor checks every server every `heartbeatFrequencyMS` on a connection of its own (while a
+ * server is away: a TCP connect that is refused). When the last check of EVERY known server failed, the
+ * database is unreachable: operations are refused at once with 503. Reads already waiting for a
+ * server are answered 503 then too (abandoned: harmless for a read, which the driver then drops when
+ * server selection gives up); writes are not, since the driver would still send one whose server
+ * returns in time. The first successful check ends it; the driver makes its connection pool ready in
+ * that same step, so this state never outlives the driver's own view of the server. In load-balanced
+ * mode there are no checks (no heartbeat events): operations wait out server selection as before.
+ * Exported for its unit test only.
+ */
 export class Reachability {
   /** The last check of each monitored server: null when it succeeded, else its failure. */
   private readonly servers = new Map<string, Error | null>();

@@ -2,13 +2,13 @@ import * as v from 'valibot';
 import { PROVIDER_ID } from '../../src/auth/oauth/providers.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
 import { AppError, notFound } from '../../src/http/errors.ts';
+import { isoTime } from '../../src/http/iso-time.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 
 // Account self-service (CONTRACT section 10): what a signed-in user does without an admin.
 
 const tags = ['account'];
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** `GET /auth/sessions`: the caller's live sessions, newest first, the current one marked. */
 export const listOwnSessions = ({ auth }: ServerInstance) =>
@@ -25,8 +25,8 @@ export const listOwnSessions = ({ auth }: ServerInstance) =>
       const current = c.get('session')!;
       const items = (await auth.sessions.list(current.userId)).map((s) => ({
         id: s.publicId,
-        createdAt: iso(s.createdAt),
-        lastSeenAt: iso(s.lastSeenAt),
+        createdAt: isoTime(s.createdAt),
+        lastSeenAt: isoTime(s.lastSeenAt),
         ip: s.ip ?? null,
         device: s.device ?? null,
         current: s.hash === current.hash,

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { getCookie } from 'hono/cookie';
+import { readCookie } from '../../src/http/cookie.ts';
 import type { Auth } from '../../src/auth/index.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
 import type { AppEnv } from '../../src/http/env.ts';
@@ -7,6 +7,7 @@ import * as v from 'valibot';
 import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
 import { toPublicUser, type UserDoc } from '../../src/auth/users.ts';
 import { AppError } from '../../src/http/errors.ts';
+import { isoTime } from '../../src/http/iso-time.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import { emailSchema } from '../../src/http/schemas.ts';
 import type { ServerInstance } from '../../src/instance.ts';
@@ -16,7 +17,6 @@ const loginBody = v.strictObject({
   password: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)),
 });
 
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** `POST /auth/login`: email + password -> session cookie. Enumeration-safe and rate limited. */
 export const login = ({ auth }: ServerInstance) =>
@@ -51,7 +51,7 @@ export async function startSession(c: Context<AppEnv>, auth: Auth, user: UserDoc
   const started = await auth.login(c, user, provider, (fresh) => fresh.passwordHash === user.passwordHash);
   if (!started) throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
   const { id, email, firstname, lastname, isAdmin } = toPublicUser(started.user);
-  return c.json({ user: { id, email, firstname, lastname, isAdmin }, expiresAt: iso(started.session.expiresAt), ...(returnTo ? { returnTo } : {}) });
+  return c.json({ user: { id, email, firstname, lastname, isAdmin }, expiresAt: isoTime(started.session.expiresAt), ...(returnTo ? { returnTo } : {}) });
 }
 
 /** `POST /auth/logout`: ends the current session (if any) and clears the cookie; always 204. */
@@ -62,7 +62,7 @@ export const logout = ({ auth }: ServerInstance) =>
     config: { public: true, type: 'authLogout' },
     schema: { summary: 'Log out of this session', tags: ['auth'] },
     handler: async (c) => {
-      const id = getCookie(c, auth.cookieName);
+      const id = readCookie(c, auth.cookieName);
       if (id) await auth.endSession(id);
       auth.clearSessionCookie(c);
       return c.body(null, 204);
@@ -98,14 +98,14 @@ export const session = ({ auth }: ServerInstance) =>
     },
     handler: async (c, { query }) => {
       const s = c.get('session')!;
-      const body = { userId: s.userId, isAdmin: s.isAdmin, provider: s.provider, createdAt: iso(s.createdAt), expiresAt: iso(s.expiresAt), totp: s.totp === true };
+      const body = { userId: s.userId, isAdmin: s.isAdmin, provider: s.provider, createdAt: isoTime(s.createdAt), expiresAt: isoTime(s.expiresAt), totp: s.totp === true };
       if (query.expand !== 'user') return c.json(body);
       const user = await auth.users.findById(s.userId);
       if (!user) {
         // The user was removed behind our back (e.g. in the database): this session dies, through
         // the auth API so its provider token blobs go too. Only this one: the id may belong to another
         // app sharing the store under the same key prefix, whose user simply is not in our database.
-        await auth.endSession(getCookie(c, auth.cookieName)!);
+        await auth.endSession(readCookie(c, auth.cookieName)!);
         auth.clearSessionCookie(c);
         throw new AppError(401, 'unauthenticated', 'You need to log in');
       }

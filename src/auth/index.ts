@@ -1,6 +1,7 @@
 import Bowser from 'bowser';
 import type { Context, MiddlewareHandler } from 'hono';
-import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { deleteCookie, setCookie } from 'hono/cookie';
+import { readCookie } from '../http/cookie.ts';
 import { serialize, type CookieOptions } from 'hono/utils/cookie';
 import type { Config } from '../config/load.ts';
 import type { Database } from '../db/index.ts';
@@ -32,7 +33,7 @@ export interface AuthenticateOptions {
 
 /** 401 for a caller without a session; `legacy_token` when it still speaks 0.1.x (Bearer/authToken). */
 export function unauthenticatedError(c: Context): AppError {
-  if (/^bearer\s/i.test(c.req.header('authorization') ?? '') || getCookie(c, 'authToken') !== undefined) {
+  if (/^bearer\s/i.test(c.req.header('authorization') ?? '') || readCookie(c, 'authToken') !== undefined) {
     return new AppError(401, 'legacy_token', 'This client uses the old token login, which no longer works: log in again');
   }
   return new AppError(401, 'unauthenticated', 'You need to log in');
@@ -180,7 +181,7 @@ export class Auth {
    * linked). Returns null when it no longer does.
    */
   async login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean): Promise<{ session: Session; user: UserDoc } | null> {
-    const previous = getCookie(c, this.cookieName);
+    const previous = readCookie(c, this.cookieName);
     if (previous) await this.endSession(previous);
     let current: UserDoc | null = user;
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -305,7 +306,7 @@ export class Auth {
    * Never rejects a request by itself; `authenticate` does.
    */
   readonly sessionHook: MiddlewareHandler<AppEnv> = async (c, next) => {
-    const id = getCookie(c, this.cookieName);
+    const id = readCookie(c, this.cookieName);
     if (id) {
       const found = await this.sessions.lookup(id);
       if (found) {

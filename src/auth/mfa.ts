@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
-import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { deleteCookie, setCookie } from 'hono/cookie';
+import { readCookie } from '../http/cookie.ts';
 import type { Config } from '../config/load.ts';
 import { AppError } from '../http/errors.ts';
 import type { Store } from '../store/store.ts';
@@ -66,7 +67,7 @@ export class PendingMfaLogins {
 
   /** The pending login of this browser; 401 `mfa_expired` when there is none (missing, used, expired). */
   async current(c: Context): Promise<PendingMfa> {
-    const id = getCookie(c, MFA_COOKIE);
+    const id = readCookie(c, MFA_COOKIE);
     const raw = id ? await this.store.get(this.key(id)) : null;
     if (!raw) throw expired();
     return JSON.parse(raw) as PendingMfa;
@@ -74,7 +75,7 @@ export class PendingMfaLogins {
 
   /** A wrong code: 401 `invalid_code`; the fifth ends the pending login. */
   async wrong(c: Context, userId: string): Promise<never> {
-    const id = getCookie(c, MFA_COOKIE)!;
+    const id = readCookie(c, MFA_COOKIE)!;
     await this.store.incr(this.userKey(userId), WINDOW);
     if ((await this.store.incr(this.wrongKey(id), MFA_TTL)) >= MAX_WRONG) {
       await this.store.del(this.key(id));
@@ -85,7 +86,7 @@ export class PendingMfaLogins {
 
   /** Consumes the pending login (single use: of two concurrent completions, one wins). */
   async finish(c: Context): Promise<PendingMfa> {
-    const id = getCookie(c, MFA_COOKIE);
+    const id = readCookie(c, MFA_COOKIE);
     const raw = id ? await this.store.getDel(this.key(id)) : null;
     deleteCookie(c, MFA_COOKIE, { path: '/', secure: this.config.auth.cookie.secure, httpOnly: true });
     if (!raw) throw expired();

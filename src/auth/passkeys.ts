@@ -10,7 +10,8 @@
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
-import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { deleteCookie, setCookie } from 'hono/cookie';
+import { readCookie } from '../http/cookie.ts';
 import type { Config } from '../config/load.ts';
 import type { Collection, Database } from '../db/index.ts';
 import { DuplicateKeyError } from '../db/index.ts';
@@ -172,7 +173,7 @@ export class PasskeyService {
    * or RP id, a bad signature, a counter that went back (a cloned authenticator).
    */
   async authenticate(c: Context, response: AuthenticationResponseJSON): Promise<string> {
-    const binding = getCookie(c, PASSKEY_LOGIN_COOKIE);
+    const binding = readCookie(c, PASSKEY_LOGIN_COOKIE);
     deleteCookie(c, PASSKEY_LOGIN_COOKIE, { path: '/', secure: this.config.auth.cookie.secure, httpOnly: true });
     const challenge = binding ? await this.store.getDel(this.key('login', binding)) : null;
     if (!challenge) throw refused('no login is pending in this browser (ask for options first; they last 5 minutes and work once)');

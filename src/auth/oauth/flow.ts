@@ -2,7 +2,8 @@ import type { OAuth2Tokens } from 'arctic';
 import { generateCodeVerifier, generateState } from 'arctic';
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
-import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { deleteCookie, setCookie } from 'hono/cookie';
+import { readCookie } from '../../http/cookie.ts';
 import type { Config } from '../../config/load.ts';
 import { DuplicateKeyError } from '../../db/index.ts';
 import type { AppEnv } from '../../http/env.ts';
@@ -164,7 +165,7 @@ export class OAuthFlow {
     } catch (err) {
       throw new OAuthFlowError('server_error', `the provider's authorize URL cannot be built: ${(err as Error).message}`, { cause: err });
     }
-    const returnTo = safeReturnPath(getCookie(c, RETURN_TO_COOKIE));
+    const returnTo = safeReturnPath(readCookie(c, RETURN_TO_COOKIE));
     const record: StateRecord = { providerId, codeVerifier, nonce, returnTo, ...(linkUserId ? { linkUserId } : {}) };
     await this.stateStore.set(`${this.prefix}oauth-state:${sha256hex(state)}`, JSON.stringify(record), { ttl: STATE_TTL });
     // Lax: the callback is a top-level navigation coming back from the provider's site.
@@ -204,7 +205,7 @@ export class OAuthFlow {
   async callback(c: Context<AppEnv>, providerId: string): Promise<string> {
     const params = await this.callbackParams(c);
     const [state, code, error] = ['state', 'code', 'error'].map((name) => params.get(name) ?? undefined);
-    const bound = getCookie(c, STATE_COOKIE);
+    const bound = readCookie(c, STATE_COOKIE);
     this.clearCookie(c, STATE_COOKIE);
     // Consume the state first, whatever happens next: a state is good for one callback only.
     const raw = state ? await this.stateStore.getDel(`${this.prefix}oauth-state:${sha256hex(state)}`) : null;
@@ -360,7 +361,7 @@ export class OAuthFlow {
 
   /** The pending link of this browser, when it is for the logged-in user; null otherwise. */
   async pendingLink(c: Context, userId: string): Promise<PendingLink | null> {
-    const bindingId = getCookie(c, PENDING_LINK_COOKIE);
+    const bindingId = readCookie(c, PENDING_LINK_COOKIE);
     if (!bindingId) return null;
     const raw = await this.stores.forRole('sessions').get(this.pendingKey(bindingId));
     const pending = raw ? (JSON.parse(raw) as PendingLink) : null;
@@ -370,7 +371,7 @@ export class OAuthFlow {
   /** Confirms this browser's pending link of the logged-in owner; null when there is none. */
   async confirmLink(c: Context, userId: string): Promise<PendingLink | null> {
     if (!(await this.pendingLink(c, userId))) return null;
-    const raw = await this.stores.forRole('sessions').getDel(this.pendingKey(getCookie(c, PENDING_LINK_COOKIE)!));
+    const raw = await this.stores.forRole('sessions').getDel(this.pendingKey(readCookie(c, PENDING_LINK_COOKIE)!));
     this.clearCookie(c, PENDING_LINK_COOKIE);
     if (!raw) return null; // settled by a concurrent request
     const pending = JSON.parse(raw) as PendingLink;
@@ -382,7 +383,7 @@ export class OAuthFlow {
 
   /** Declines (forgets) this browser's pending link of the logged-in owner. */
   async declineLink(c: Context, userId: string): Promise<void> {
-    if (await this.pendingLink(c, userId)) await this.stores.forRole('sessions').del(this.pendingKey(getCookie(c, PENDING_LINK_COOKIE)!));
+    if (await this.pendingLink(c, userId)) await this.stores.forRole('sessions').del(this.pendingKey(readCookie(c, PENDING_LINK_COOKIE)!));
     this.clearCookie(c, PENDING_LINK_COOKIE);
   }
 

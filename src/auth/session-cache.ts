@@ -3,6 +3,9 @@ import type { SessionRecord } from './sessions.ts';
 /** Second chances one eviction may give before the oldest entry goes anyway. */
 const SWEEP_STEPS = 32;
 
+/** The periodic writes an entry remembers (`SessionCache.due`). */
+type Stamp = 'pushedAt' | 'seenAt';
+
 interface Entry {
   /** Null until read, and again once Redis says the key changed. */
   record: SessionRecord | null;
@@ -10,6 +13,8 @@ interface Entry {
   readAt: number;
   /** When this instance last pushed the session's sliding TTL (epoch ms); survives invalidations. */
   pushedAt?: number;
+  /** When this instance last wrote the session's "last seen" (epoch ms); survives invalidations. */
+  seenAt?: number;
   /** Served since the eviction sweep last passed it (its second chance: see `add`). */
   used: boolean;
 }
@@ -26,8 +31,9 @@ interface Entry {
  *   progress" race), so a read is kept only if no invalidation of its key arrived since it started.
  * - Entries are served for at most `maxAgeMs` after their read: a bound on any failure the connection
  *   does not report (a half-open socket).
- * It also remembers when this instance last pushed each sliding TTL (`touchInterval`), in the same
- * entry: one map, one key string per session (100,000 sessions: see bench/session-cache-memory.ts).
+ * It also remembers when this instance last pushed each sliding TTL (`touchInterval`) and wrote each
+ * "last seen", in the same entry: one map, one key string per session (100,000 sessions: see
+ * bench/session-cache-memory.ts).
  * Bounded by count, evicting with the CLOCK rule (an LRU approximation): `Map` keeps insertion order,
  * a use only flags its entry, and when the cache is full the oldest entry goes unless it was used
  * since, in which case it loses its flag and moves to the young end. A use costs no Map write
@@ -56,11 +62,15 @@ export class SessionCache {
     return entry.record;
   }
 
-  /** Whether this instance should push the session's TTL now (not done within `intervalMs`); if so, counts it as done. */
-  pushDue(hash: string, now: number, intervalMs: number): boolean {
+  /**
+   * Whether this instance should do a periodic write for the session now (push its TTL: `pushedAt`;
+   * write its "last seen": `seenAt`), not done within `intervalMs`; if so, counts it as done.
+   */
+  due(hash: string, stamp: Stamp, now: number, intervalMs: number): boolean {
     const entry = this.entries.get(hash) ?? this.add(hash, { record: null, readAt: 0, used: false });
-    if (entry.pushedAt !== undefined && now - entry.pushedAt < intervalMs) return false;
-    entry.pushedAt = now;
+    const last = entry[stamp];
+    if (last !== undefined && now - last < intervalMs) return false;
+    entry[stamp] = now;
     return true;
   }
 
@@ -69,10 +79,10 @@ export class SessionCache {
     return this.entries.get(hash)?.pushedAt;
   }
 
-  /** The push counted by `pushDue` failed: due again on the next request. */
-  pushFailed(hash: string): void {
+  /** The write counted by `due` failed: due again on the next request. */
+  failed(hash: string, stamp: Stamp): void {
     const entry = this.entries.get(hash);
-    if (entry) entry.pushedAt = undefined;
+    if (entry) entry[stamp] = undefined;
   }
 
   /** Marks a store read of `hash` as started; the token goes to `finish`. Null: nothing will be kept. */

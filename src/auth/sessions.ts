@@ -74,10 +74,10 @@ export class SessionService {
   private readonly touched = new Set<string>();
   private readonly cleanupTimer: NodeJS.Timeout;
   private readonly endListeners: ((hashes: string[]) => Promise<void>)[] = [];
-  /** When this instance last wrote each session's "last seen". */
-  private readonly seen = new Throttle(SEEN_INTERVAL_MS, SEEN_MEMORY);
-  /** `auth.session.localCache`: the records, and when this instance last pushed each sliding TTL. */
+  /** `auth.session.localCache`: the records, and when this instance last pushed each sliding TTL and wrote each "last seen". */
   private readonly cache: SessionCache | null;
+  /** Without the local cache: when this instance last wrote each session's "last seen". */
+  private readonly seen: Throttle | null;
   private readonly touchMs: number;
   private stopTracking?: () => Promise<void>;
   private readonly changeListeners: ((hashes: string[]) => Promise<void>)[] = [];
@@ -95,6 +95,7 @@ export class SessionService {
     this.cleanupTimer = setInterval(() => void this.cleanup(), config.auth.session.cleanupInterval * 1000).unref();
     const { localCache, localCacheSize, localCacheMaxAge, touchInterval } = config.auth.session;
     this.cache = localCache && store.track ? new SessionCache(localCacheSize, localCacheMaxAge * 1000) : null;
+    this.seen = this.cache ? null : new Throttle(SEEN_INTERVAL_MS, SEEN_MEMORY);
     this.touchMs = touchInterval * 1000;
     if (localCache && !store.track) logger.info({ store: store.name }, 'auth.session.localCache: this store is in-process already (or cannot track keys); no local cache');
   }
@@ -207,7 +208,7 @@ export class SessionService {
   private async ended(hashes: string[]): Promise<void> {
     if (!hashes.length) return;
     for (const hash of hashes) {
-      this.seen.forget(hash);
+      this.seen?.forget(hash);
       await this.store.del(this.seenKey(hash));
       await this.store.del(this.originKey(hash));
     }
@@ -224,7 +225,7 @@ export class SessionService {
     if (!ID_PATTERN.test(id)) return null; // forged or truncated cookie: no store round trip
     const hash = hashSessionId(id);
     const now = this.now();
-    const push = this.sliding && (this.cache?.pushDue(hash, now, this.touchMs) ?? true);
+    const push = this.sliding && (this.cache?.due(hash, 'pushedAt', now, this.touchMs) ?? true);
     const record = (push ? undefined : this.cache?.get(hash, now)) ?? (await this.read(hash, push, now));
     if (record === null) {
       this.forget(hash); // no session: a made-up id keeps no entry in the cache
@@ -254,7 +255,7 @@ export class SessionService {
       record = raw === null ? null : (JSON.parse(raw) as SessionRecord);
       return record;
     } catch (err) {
-      if (push) this.cache?.pushFailed(hash);
+      if (push) this.cache?.failed(hash, 'pushedAt');
       throw err;
     } finally {
       if (token) this.cache!.finish(hash, token, record, now);
@@ -263,9 +264,10 @@ export class SessionService {
 
   /** Amortized "last seen" (SEEN_INTERVAL_MS); a failed write is retried on a later request. */
   private markSeen(hash: string, now: number): void {
-    if (!this.seen.take(hash, now)) return;
+    if (!(this.cache ? this.cache.due(hash, 'seenAt', now, SEEN_INTERVAL_MS) : this.seen!.take(hash, now))) return;
     this.store.set(this.seenKey(hash), String(now), { ttl: this.lifetime }).catch((err: Error) => {
-      this.seen.forget(hash);
+      if (this.cache) this.cache.failed(hash, 'seenAt');
+      else this.seen!.forget(hash);
       this.logger.debug({ err: err.message }, 'session last-seen write failed');
     });
   }
@@ -424,10 +426,6 @@ class Throttle {
     this.last.set(hash, now);
     if (this.last.size > this.limit) this.last.delete(this.last.keys().next().value!);
     return true;
-  }
-
-  lastAt(hash: string): number | undefined {
-    return this.last.get(hash);
   }
 
   forget(hash: string): void {

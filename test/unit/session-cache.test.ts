@@ -58,22 +58,33 @@ describe('SessionCache', () => {
 
   it('an invalidation drops the record but remembers the last TTL push; forget drops both', () => {
     const cache = live();
-    expect(cache.pushDue('a', 0, 60_000)).toBe(true);
+    expect(cache.due('a', 'pushedAt', 0, 60_000)).toBe(true);
     fill(cache, 'a');
     cache.invalidate('a');
     expect(cache.get('a', 1)).toBeUndefined();
     expect(cache.pushedAt('a')).toBe(0);
-    expect(cache.pushDue('a', 59_999, 60_000)).toBe(false);
-    expect(cache.pushDue('a', 60_000, 60_000)).toBe(true);
+    expect(cache.due('a', 'pushedAt', 59_999, 60_000)).toBe(false);
+    expect(cache.due('a', 'pushedAt', 60_000, 60_000)).toBe(true);
     cache.forget('a');
     expect(cache.pushedAt('a')).toBeUndefined();
   });
 
+  it('the TTL push and the "last seen" write are counted apart', () => {
+    const cache = live();
+    expect(cache.due('a', 'pushedAt', 0, 60_000)).toBe(true);
+    expect(cache.due('a', 'seenAt', 30_000, 60_000)).toBe(true);
+    expect(cache.due('a', 'pushedAt', 60_000, 60_000)).toBe(true);
+    expect(cache.due('a', 'seenAt', 60_000, 60_000)).toBe(false);
+    cache.failed('a', 'seenAt');
+    expect(cache.due('a', 'seenAt', 60_001, 60_000)).toBe(true);
+    expect(cache.pushedAt('a')).toBe(60_000);
+  });
+
   it('a failed push is due again at once', () => {
     const cache = live();
-    expect(cache.pushDue('a', 0, 60_000)).toBe(true);
-    cache.pushFailed('a');
-    expect(cache.pushDue('a', 1, 60_000)).toBe(true);
+    expect(cache.due('a', 'pushedAt', 0, 60_000)).toBe(true);
+    cache.failed('a', 'pushedAt');
+    expect(cache.due('a', 'pushedAt', 1, 60_000)).toBe(true);
   });
 
   it('holds at most maxEntries sessions, the least recently used out first', () => {

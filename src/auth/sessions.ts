@@ -246,9 +246,13 @@ export class SessionService {
     return { session: sessionOf(record, expiresAt, hash), pushed: push };
   }
 
-  /** One store read of a session record (GETEX when `push`), kept by the local cache if it has one. */
+  /**
+   * One store read of a session record (GETEX when `push`), kept by the local cache if it has one. A
+   * push is not kept: it changes the key, so Redis announces it back and the record would be dropped
+   * again at once (keeping it only made garbage that outlived the request: more heap).
+   */
   private async read(hash: string, push: boolean, now: number): Promise<SessionRecord | null> {
-    const token = this.cache?.begin(hash) ?? null;
+    const token = push ? null : (this.cache?.begin(hash) ?? null);
     let record: SessionRecord | null = null;
     try {
       const raw = push ? await this.store.getEx(this.key(hash), this.ttl) : await this.store.get(this.key(hash));

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { baseEnv, currentRss, freePort, peakRss, PROJECT_DIR, startChild, startRedisServer, waitHealthy } from './lib/procs.ts';
+import { baseEnv, currentRss, freePort, npmStartFlags, peakRss, PROJECT_DIR, startChild, startRedisServer, waitHealthy } from './lib/procs.ts';
 import { commandDelta, parseCommandStats } from './lib/stats.ts';
 
 const args = process.argv.slice(2);
@@ -36,7 +36,7 @@ const port = await freePort();
 const svc = startChild({
   name: 'svc',
   // 'node-js': plain node (startChild's 'node' loads tsx, which the heap report needs and `npm start` has not).
-  argv: [live ? 'node' : 'node-js', ...(process.env.SVC_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...(live ? ['--expose-gc', '--import', HEAP_REPORT] : []), 'bin/start.js'],
+  argv: [live ? 'node' : 'node-js', ...npmStartFlags(), ...(process.env.SVC_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...(live ? ['--expose-gc', '--import', HEAP_REPORT] : []), 'bin/start.js'],
   cwd: PROJECT_DIR,
   env: { ...baseEnv(), HOST: '127.0.0.1', PORT: String(port), CACHE_URL: redisUrl, LOG_LEVEL: 'warn', SVC_APP_PATH: appRoot, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-bench-data-')) },
 });

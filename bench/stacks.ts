@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { baseEnv, freePort, startChild, waitHealthy, type Child } from './lib/procs.ts';
+import { baseEnv, freePort, npmStartFlags, startChild, waitHealthy, type Child } from './lib/procs.ts';
 
 export interface StackContext {
   redisUrl: string;
@@ -91,7 +91,7 @@ async function startPeer(ctx: StackContext, id: string, file: string, env: Recor
 export const svcAdmin = { email: 'bench-admin@example.com', password: randomBytes(18).toString('base64url') };
 
 /**
- * svc as `npm start` runs it (`node bin/start.js`: the compiled service in dist/, built first when
+ * svc as `npm start` runs it (`node <its flags> bin/start.js`: the compiled service in dist/, built first when
  * stale), with `session` merged into `auth.session` of its config.
  */
 function svcStack(id: string, label: string, session: Record<string, unknown>, what: string): Stack {
@@ -99,7 +99,8 @@ function svcStack(id: string, label: string, session: Record<string, unknown>, w
     id,
     label,
     description:
-      'The real service as `npm start` runs it (`node bin/start.js`, compiled), Redis store, embedded database, `LOG_LEVEL=warn`; ' +
+      `The real service as \`npm start\` runs it (\`node ${npmStartFlags().join(' ')} bin/start.js\`, compiled), Redis store,` +
+      ' embedded database, `LOG_LEVEL=warn`; ' +
       `\`GET /auth/session\` with the cookie from \`POST /auth/login\` (${what}).`,
     path: '/auth/session',
     async start(ctx) {
@@ -112,7 +113,7 @@ function svcStack(id: string, label: string, session: Record<string, unknown>, w
       const port = await freePort();
       const child = startChild({
         name: id,
-        argv: ['node-js', ...ctx.nodeFlags(id), 'bin/start.js'],
+        argv: ['node-js', ...npmStartFlags(), ...ctx.nodeFlags(id), 'bin/start.js'],
         cwd: ctx.svcDir,
         env: {
           ...baseEnv(),

@@ -7,12 +7,13 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { freePort, sleep, tempDir } from '../test/support/spawn.ts';
+import { npmStartFlags } from './lib/procs.ts';
 
 const RUNS = Number(process.argv[2] ?? 5);
 const PROJECT = fileURLToPath(new URL('..', import.meta.url));
 const variants = {
   'tsx src/server.ts (before)': ['--import', 'tsx', 'src/server.ts'],
-  'node bin/start.js, dist/ (now)': ['bin/start.js'],
+  'node bin/start.js, dist/ (now)': [...npmStartFlags(), 'bin/start.js'],
 };
 
 async function once(args: string[]): Promise<{ ms: number; rssMb: number }> {

@@ -65,6 +65,17 @@ export interface StartOptions {
   cwd?: string;
 }
 
+/**
+ * The node flags of `npm start` (package.json: `exec node <flags> bin/start.js`), so that the benches
+ * run svc exactly as `npm start` does: `['node-js', ...flags, 'bin/start.js']` for `startChild`.
+ */
+export function npmStartFlags(): string[] {
+  const script = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const m = /^exec node((?: --[\w-]+(?:=\S+)?)*) bin\/start\.js$/.exec(script);
+  if (!m) throw new Error(`package.json's start script is not "exec node [flags] bin/start.js": ${script}`);
+  return m[1]!.split(' ').filter(Boolean);
+}
+
 export function startChild(opts: StartOptions): Child {
   hookExit();
   const [program, ...args] = opts.argv;

@@ -107,6 +107,16 @@ describe('README', () => {
     }
   });
 
+  it("operator: the Dockerfile, the README's systemd unit and its npm start line run node with the flags of package.json's start script", () => {
+    const start = (JSON.parse(readFileSync(path.join(PROJECT_DIR, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+    const flags = /^exec node (.*)bin\/start\.js$/.exec(start)![1]!.trim();
+    expect(flags).toMatch(/^--max-semi-space-size=\d+$/);
+    const dockerfile = readFileSync(path.join(PROJECT_DIR, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toContain(`CMD ["node", ${flags.split(' ').map((f) => JSON.stringify(f)).join(', ')}, "bin/start.js"]`);
+    expect(README).toContain(`ExecStart=/usr/bin/node ${flags} bin/start.js`);
+    expect(README).toContain(`\`npm start\` is \`${start}\``);
+  });
+
   it('operator: every error code the code base can emit is in the README error table, with its status', () => {
     const emitted = emittedCodes();
     expect(emitted.size).toBeGreaterThan(20);

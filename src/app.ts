@@ -11,6 +11,7 @@ import { buildOpenApi, routesOf } from './http/openapi.ts';
 import { allowedOrigins, originCheck } from './http/origins.ts';
 import { nodeResponse, presetHeader } from './http/response-headers.ts';
 import { defineRoute, mountRoutes, requireCaller, type RouteDefinition } from './http/route.ts';
+import { MemoTrieRouter } from './http/router.ts';
 import type { ServerInstance } from './instance.ts';
 import type { LoadedPlugin } from './plugins/loader.ts';
 
@@ -53,7 +54,7 @@ const CLIENT_REQUEST_ID = /^[\w\-=]{1,255}$/;
  */
 export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []): Hono<AppEnv> {
   const { logger, config } = instance;
-  const app = new Hono<AppEnv>({ getPath: withoutApiPrefix });
+  const app = new Hono<AppEnv>({ getPath: withoutApiPrefix, router: new MemoTrieRouter() });
 
   /**
    * The first layer of every request, one layer rather than three (each costs the hot path a

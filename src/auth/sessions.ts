@@ -76,8 +76,8 @@ export class SessionService {
   private readonly endListeners: ((hashes: string[]) => Promise<void>)[] = [];
   /** `auth.session.localCache`: the records, and when this instance last pushed each sliding TTL and wrote each "last seen". */
   private readonly cache: SessionCache | null;
-  /** Without the local cache: when this instance last wrote each session's "last seen". */
-  private readonly seen: Throttle | null;
+  /** When this instance last wrote each session's "last seen": in the cache's entries when there is one. */
+  private readonly seen: Pick<Throttle, 'take' | 'forget'>;
   private readonly touchMs: number;
   private stopTracking?: () => Promise<void>;
   private readonly changeListeners: ((hashes: string[]) => Promise<void>)[] = [];
@@ -95,7 +95,10 @@ export class SessionService {
     this.cleanupTimer = setInterval(() => void this.cleanup(), config.auth.session.cleanupInterval * 1000).unref();
     const { localCache, localCacheSize, localCacheMaxAge, touchInterval } = config.auth.session;
     this.cache = localCache && store.track ? new SessionCache(localCacheSize, localCacheMaxAge * 1000) : null;
-    this.seen = this.cache ? null : new Throttle(SEEN_INTERVAL_MS, SEEN_MEMORY);
+    const cache = this.cache;
+    this.seen = cache
+      ? { take: (hash, now) => cache.due(hash, 'seenAt', now, SEEN_INTERVAL_MS), forget: (hash) => cache.failed(hash, 'seenAt') }
+      : new Throttle(SEEN_INTERVAL_MS, SEEN_MEMORY);
     this.touchMs = touchInterval * 1000;
     if (localCache && !store.track) logger.info({ store: store.name }, 'auth.session.localCache: this store is in-process already (or cannot track keys); no local cache');
   }
@@ -208,7 +211,7 @@ export class SessionService {
   private async ended(hashes: string[]): Promise<void> {
     if (!hashes.length) return;
     for (const hash of hashes) {
-      this.seen?.forget(hash);
+      this.seen.forget(hash);
       await this.store.del(this.seenKey(hash));
       await this.store.del(this.originKey(hash));
     }
@@ -268,10 +271,9 @@ export class SessionService {
 
   /** Amortized "last seen" (SEEN_INTERVAL_MS); a failed write is retried on a later request. */
   private markSeen(hash: string, now: number): void {
-    if (!(this.cache ? this.cache.due(hash, 'seenAt', now, SEEN_INTERVAL_MS) : this.seen!.take(hash, now))) return;
+    if (!this.seen.take(hash, now)) return;
     this.store.set(this.seenKey(hash), String(now), { ttl: this.lifetime }).catch((err: Error) => {
-      if (this.cache) this.cache.failed(hash, 'seenAt');
-      else this.seen!.forget(hash);
+      this.seen.forget(hash);
       this.logger.debug({ err: err.message }, 'session last-seen write failed');
     });
   }

@@ -35,19 +35,24 @@ export class PresetHeadersResponse<Request extends IncomingMessage = IncomingMes
       for (const [, name, value] of preset) this.setHeader(name, value);
       return headers;
     }
+    // A new object: the handler's may be shared by every answer of a cached Response, and must never
+    // carry one request's refreshed cookie into the next.
     const given = (headers ?? {}) as OutgoingHttpHeaders;
     const merged: OutgoingHttpHeaders = {};
-    next: for (const [lower, name, value] of preset) {
-      for (const key in given) {
-        if (key.length !== lower.length || key.toLowerCase() !== lower) continue;
-        if (lower === 'set-cookie') given[key] = [value, ...[given[key] ?? []].flat().map(String)];
-        continue next;
-      }
-      merged[name] = value;
+    for (const [lower, name, value] of preset) {
+      const key = sameName(given, lower);
+      if (key === undefined) merged[name] = value;
+      else if (lower === 'set-cookie') merged[key] = [value, ...[given[key] ?? []].flat().map(String)];
     }
-    for (const key in given) merged[key] = given[key];
+    for (const key in given) if (!(key in merged)) merged[key] = given[key];
     return merged;
   }
+}
+
+/** The key of `headers` that names the header `lower` (names are case-insensitive), if any. */
+function sameName(headers: OutgoingHttpHeaders, lower: string): string | undefined {
+  for (const key in headers) if (key.length === lower.length && key.toLowerCase() === lower) return key;
+  return undefined;
 }
 
 /**

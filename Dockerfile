@@ -19,4 +19,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:3000/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 # `exec` form: SIGTERM from `docker stop` reaches the service, which drains and exits.
-CMD ["node", "--max-semi-space-size=8", "bin/start.js"]
+CMD ["node", "--max-semi-space-size=8", "--no-memory-reducer", "bin/start.js"]

@@ -20,7 +20,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { currentRss, freePort, peakRss, PROJECT_DIR, sleep, startRedisServer, type Child } from './lib/procs.ts';
 import { commandDelta, LatencyLog, mean, parseCommandStats, percentiles, round, type Percentiles } from './lib/stats.ts';
-import { postJson, STACKS, type RunningStack, type Stack, type StackContext } from './stacks.ts';
+import { postJson, sharedNodeFlags, STACKS, type RunningStack, type Stack, type StackContext } from './stacks.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -321,6 +321,8 @@ function report(meta: Record<string, unknown>, summaries: StackSummary[], storm:
       `load average ${meta.loadStart as string} at start, ${meta.loadEnd as string} at the end. svc at ${meta.git as string}` +
       `${Object.keys(meta.svcEnv as object).length ? `, with ${Object.entries(meta.svcEnv as object).map(([k, v]) => `${k}=${String(v)}`).join(' ')}` : ''}.`,
   );
+  const shared = sharedNodeFlags();
+  if (shared.length) lines.push('', `Every Node stack runs with \`${shared.join(' ')}\`, as svc's \`npm start\` does (bench/stacks.ts, \`sharedNodeFlags\`).`);
   lines.push('');
   lines.push('| stack | req/s (mean) | run 1 / run 2 | p50 ms | p99 ms | peak RSS MB (idle) | store cmds/req | errors + non-2xx |');
   lines.push('|---|---:|---:|---:|---:|---:|---:|---:|');

@@ -75,11 +75,20 @@ async function loginAt(url: string, body: unknown, origin?: string): Promise<str
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;
 
+/**
+ * The flags of svc's `npm start` that every Node stack gets: the ones for speed. `--no-memory-reducer` keeps
+ * a process that idles in its first seconds (every stack here waits for the others' runs) from the slower
+ * path Node 20 takes for good after V8's first memory-reducing collection (README, "Shutdown"): without it
+ * for all, the bench would compare that V8 quirk rather than code. `--max-semi-space-size` is svc's own
+ * memory-for-CPU choice, and stays svc's.
+ */
+export const sharedNodeFlags = () => npmStartFlags().filter((flag) => !flag.startsWith('--max-semi-space-size'));
+
 async function startPeer(ctx: StackContext, id: string, file: string, env: Record<string, string> = {}): Promise<RunningStack> {
   const port = await freePort();
   const child = startChild({
     name: id,
-    argv: ['node', ...ctx.nodeFlags(id), path.join(PEERS, file)],
+    argv: ['node', ...sharedNodeFlags(), ...ctx.nodeFlags(id), path.join(PEERS, file)],
     env: { ...baseEnv(), PORT: String(port), REDIS_URL: ctx.redisUrl, ...env },
   });
   const url = `http://127.0.0.1:${port}`;

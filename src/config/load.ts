@@ -124,7 +124,9 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
     throw new ConfigError(`LOG_LEVEL must be one of debug, info, warn, error, got "${env.LOG_LEVEL}"`);
   }
 
-  const storeUrls: Record<string, string> = {};
+  // No prototype: store instance names come from requests too (the cache list's `instance`), and a name
+  // like `constructor` must not find an inherited property.
+  const storeUrls: Record<string, string> = Object.create(null) as Record<string, string>;
   const cacheUrl = env.CACHE_URL || env.SVC_CACHE_URL;
   if (cacheUrl) storeUrls.cache = cacheUrl;
   for (const [name, value] of Object.entries(env)) {

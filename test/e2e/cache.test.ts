@@ -181,10 +181,13 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
       }
     }
     for (const limit of [25, 50, 100, 200, 500]) expect((await admin.fetch(`/svc__cache/cacheEntries?${q({ limit, pattern: `${prefix}none*` })}`)).status).toBe(200);
-    for (const path of ['cacheEntries', 'cacheEntry?key=x']) {
-      const res = await admin.fetch(`/svc__cache/${path}${path.includes('?') ? '&' : '?'}instance=nope`);
-      expect(res.status).toBe(404);
-      expect((await res.json()).error.code).toBe('unknown_instance');
+    // Names an object has from its prototype are no instances either (fuzzing found `constructor` answered 503).
+    for (const name of ['nope', 'constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      for (const path of ['cacheEntries', 'cacheEntry?key=x']) {
+        const res = await admin.fetch(`/svc__cache/${path}${path.includes('?') ? '&' : '?'}instance=${name}`);
+        expect(res.status, `${path} instance=${name}`).toBe(404);
+        expect((await res.json()).error.code).toBe('unknown_instance');
+      }
     }
     const missing = await entry(`${prefix}missing`);
     expect(missing.status).toBe(404);

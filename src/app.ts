@@ -143,7 +143,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
     } catch (err) {
       if (!(err instanceof Error)) throw err;
       c.error = err;
-      c.res = await onError(err, c);
+      c.res = onError(err, c);
     }
     endRequest(c, started);
   };

@@ -44,7 +44,7 @@ export class PresetHeadersResponse<Request extends IncomingMessage = IncomingMes
       if (key === undefined) merged[name] = value;
       else if (lower === 'set-cookie') merged[key] = [value, ...[given[key] ?? []].flat().map(String)];
     }
-    for (const key in given) if (!(key in merged)) merged[key] = given[key];
+    for (const key in given) if (!Object.hasOwn(merged, key)) merged[key] = given[key];
     return merged;
   }
 }

@@ -1,10 +1,12 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import type { RouterRoute } from 'hono/types';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { getPath } from 'hono/utils/url';
 import { coreRoutes } from '../routes/index.ts';
 import type { AppEnv } from './http/env.ts';
+import { dispatchSynchronously, isPending, syncAwareLayer, type SyncAwareLayer } from './http/dispatch.ts';
 import { docsRoutes } from './http/docs.ts';
 import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi, routesOf } from './http/openapi.ts';
@@ -54,7 +56,8 @@ const CLIENT_REQUEST_ID = /^[\w\-=]{1,255}$/;
  */
 export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []): Hono<AppEnv> {
   const { logger, config } = instance;
-  const app = new Hono<AppEnv>({ getPath: withoutApiPrefix, router: new MemoTrieRouter() });
+  const router = new MemoTrieRouter<[MiddlewareHandler<AppEnv>, RouterRoute]>();
+  const app = new Hono<AppEnv>({ getPath: withoutApiPrefix, router });
 
   /**
    * What starts every request: the request id (`X-Request-Id`, the client's own when plain) and the
@@ -115,40 +118,61 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
    * would rewrite the finished response (Vary) onto the slow streaming path (~5%), and the origin
    * check has nothing to check.
    */
-  const guards: MiddlewareHandler<AppEnv> = function guards(c, next) {
+  const guards: SyncAwareLayer<AppEnv> = function guards(c, next) {
     const fromBrowser = c.req.header('origin') !== undefined;
     const hasBody = c.req.header('content-length') !== undefined || c.req.header('transfer-encoding') !== undefined;
     if (!fromBrowser && !hasBody) return next();
-    const checked = fromBrowser ? () => corsHandler(c, () => checkOrigin(c, next) as Promise<void>) as Promise<void> : next;
+    // Hono's middleware wants a `next` that returns a Promise.
+    const later = async () => {
+      await next();
+    };
+    const checked = fromBrowser ? () => corsHandler(c, () => checkOrigin(c, later) as Promise<void>) as Promise<void> : later;
     return hasBody ? bodyLimiter(c, checked) : checked();
   };
   // The session hook, and `global.requireAuthentication`'s guard right after it, as one layer.
   const appMiddleware = new WeakSet<object>();
   const caller = config.global.requireAuthentication ? requireCaller(appMiddleware) : null;
   const sessionHook = instance.auth.sessionHook;
-  const session: MiddlewareHandler<AppEnv> = caller ? (c, next) => sessionHook(c, () => caller(c, next) as Promise<void>) : sessionHook;
-  /**
-   * The app-wide hooks as ONE layer of Hono's middleware chain, in this order: request id and default
-   * headers, guards, session (and `requireAuthentication`'s guard). Each layer of the chain costs every
-   * request an async dispatch (measured: four more pass-through layers cost GET /auth/session 5-8% of
-   * its requests per second). What Hono does for a layer, this one does for the hooks inside it: an
-   * Error one of them throws becomes the error handler's answer, and a Response one returns (a CORS
-   * preflight) the answer; either way the request is logged as answered.
-   */
-  const hooks: MiddlewareHandler<AppEnv> = async function hooks(c, next) {
-    const started = startRequest(c);
-    try {
-      const res: unknown = await guards(c, () => session(c, next) as Promise<void>);
-      if (res instanceof Response && !c.finalized) c.res = res;
-    } catch (err) {
-      if (!(err instanceof Error)) throw err;
-      c.error = err;
-      c.res = onError(err, c);
-    }
+  const session: SyncAwareLayer<AppEnv> = caller ? (c, next) => sessionHook(c, () => caller(c, next)) : sessionHook;
+  /** The end of a request the hooks saw through: the hooks' answer if they gave one (a CORS preflight), and the log line. */
+  const answered = (c: Context<AppEnv>, res: unknown, started: number): void => {
+    if (res instanceof Response && !c.finalized) c.res = res;
     endRequest(c, started);
   };
+  /** What Hono does with an Error a layer throws, for the hooks inside this one. */
+  const failed = (c: Context<AppEnv>, err: unknown, started: number): void => {
+    if (!(err instanceof Error)) throw err;
+    c.error = err;
+    c.res = onError(err, c);
+    endRequest(c, started);
+  };
+  /**
+   * The app-wide hooks as ONE layer of the middleware chain, in this order: request id and default
+   * headers, guards, session (and `requireAuthentication`'s guard). Each layer of Hono's chain cost
+   * every request an async dispatch (measured: four more pass-through layers cost GET /auth/session
+   * 5-8% of its requests per second). What Hono does for a layer, this one does for the hooks inside
+   * it: an Error one of them throws becomes the error handler's answer, and a Response one returns (a
+   * CORS preflight) the answer; either way the request is logged as answered. Synchronous while
+   * everything after it is (`dispatchSynchronously`): a session from the local cache needs no Promise.
+   */
+  const hooks: SyncAwareLayer<AppEnv> = syncAwareLayer(function hooks(c: Context<AppEnv>, next: () => unknown) {
+    const started = startRequest(c);
+    let res: unknown;
+    try {
+      res = guards(c, () => session(c, next));
+    } catch (err) {
+      return failed(c, err, started);
+    }
+    if (isPending(res)) {
+      return Promise.resolve(res).then(
+        (answer) => answered(c, answer, started),
+        (err: unknown) => failed(c, err, started),
+      );
+    }
+    answered(c, res, started);
+  });
   appMiddleware.add(hooks);
-  app.use(hooks);
+  app.use(hooks as MiddlewareHandler<AppEnv>);
 
   const core = coreRoutes(instance);
   mountRoutes(app, core);
@@ -165,7 +189,9 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   });
   mountRoutes(app, documentation);
 
-  app.notFound((c) => c.json(new AppError(404, 'not_found', 'No route matches this path').toJSON(), 404));
+  const notFound = (c: Context<AppEnv>) => c.json(new AppError(404, 'not_found', 'No route matches this path').toJSON(), 404);
+  app.notFound(notFound);
   app.onError(onError);
+  dispatchSynchronously(app, { getPath: withoutApiPrefix, router, onError, notFound });
   return app;
 }

@@ -85,8 +85,20 @@ export const logoutAll = ({ auth }: ServerInstance) =>
   });
 
 /** `GET /auth/session`: the current session; `?expand=user` adds the user. */
-export const session = ({ auth }: ServerInstance) =>
-  defineRoute({
+export const session = ({ auth }: ServerInstance) => {
+  const withUser = async (c: Context<AppEnv>, body: object) => {
+    const user = await auth.users.findById(c.get('session')!.userId);
+    if (!user) {
+      // The user was removed behind our back (e.g. in the database): this session dies, through
+      // the auth API so its provider token blobs go too. Only this one: the id may belong to another
+      // app sharing the store under the same key prefix, whose user simply is not in our database.
+      await auth.endSession(readCookie(c, auth.cookieName)!);
+      auth.clearSessionCookie(c);
+      throw new AppError(401, 'unauthenticated', 'You need to log in');
+    }
+    return c.json({ ...body, user: toPublicUser(user) });
+  };
+  return defineRoute({
     method: 'GET',
     path: '/auth/session',
     onRequest: auth.authenticate(),
@@ -96,19 +108,11 @@ export const session = ({ auth }: ServerInstance) =>
       tags: ['auth'],
       query: v.strictObject({ expand: v.optional(v.picklist(['user'])) }),
     },
-    handler: async (c, { query }) => {
+    // Not async: without `expand` the answer is ready at once (see `dispatchSynchronously`).
+    handler: (c, { query }) => {
       const s = c.get('session')!;
       const body = { userId: s.userId, isAdmin: s.isAdmin, provider: s.provider, createdAt: isoTime(s.createdAt), expiresAt: isoTime(s.expiresAt), totp: s.totp === true };
-      if (query.expand !== 'user') return c.json(body);
-      const user = await auth.users.findById(s.userId);
-      if (!user) {
-        // The user was removed behind our back (e.g. in the database): this session dies, through
-        // the auth API so its provider token blobs go too. Only this one: the id may belong to another
-        // app sharing the store under the same key prefix, whose user simply is not in our database.
-        await auth.endSession(readCookie(c, auth.cookieName)!);
-        auth.clearSessionCookie(c);
-        throw new AppError(401, 'unauthenticated', 'You need to log in');
-      }
-      return c.json({ ...body, user: toPublicUser(user) });
+      return query.expand === 'user' ? withUser(c, body) : c.json(body);
     },
   });
+};

@@ -7,6 +7,7 @@ import type { Config } from '../config/load.ts';
 import type { Database } from '../db/index.ts';
 import type { AppEnv } from '../http/env.ts';
 import { AppError, forbidden } from '../http/errors.ts';
+import { isPending, syncAwareLayer, type SyncAwareLayer } from '../http/dispatch.ts';
 import { dropPresetHeader, presetHeader } from '../http/response-headers.ts';
 import type { Logger } from '../logger.ts';
 import type { Stores } from '../store/index.ts';
@@ -17,7 +18,7 @@ import { ProviderService } from './oauth/providers.ts';
 import { clientIp } from './client-ip.ts';
 import { LoginRateLimit } from './rate-limit.ts';
 import { WorkSessions } from './work-sessions.ts';
-import { SessionService, type Session, type SessionOrigin } from './sessions.ts';
+import { SessionService, type LookedUp, type Session, type SessionOrigin } from './sessions.ts';
 import { totpEnabled, TotpService } from './totp.ts';
 import { PendingMfaLogins } from './mfa.ts';
 import { isAdmin, UserService, type UserDoc, type UserPatch } from './users.ts';
@@ -302,40 +303,51 @@ export class Auth {
   }
 
   /**
-   * Global hook: reads the session cookie and sets `authUser` (one store round trip), and `can`.
-   * Never rejects a request by itself; `authenticate` does.
+   * Global hook: reads the session cookie and sets `authUser` (one store round trip, or none from
+   * the local cache, when this hook and what follows it answer synchronously), and `can`. Never
+   * rejects a request by itself; `authenticate` does.
    */
-  readonly sessionHook: MiddlewareHandler<AppEnv> = async (c, next) => {
-    const id = readCookie(c, this.cookieName);
-    if (id) {
-      const found = await this.sessions.lookup(id);
-      if (found) {
-        const { session } = found;
-        c.set('authUser', { userId: session.userId, isAdmin: session.isAdmin, provider: session.provider });
-        c.set('session', session);
-        const maxAge = this.sessions.cookieRefresh(found);
-        if (maxAge !== null) {
-          presetHeader(c, 'Set-Cookie', serialize(this.cookieName, id, this.cookieOptions(maxAge)));
-          c.set('cookieRefreshed', true);
-        }
-      }
-    }
+  readonly sessionHook: SyncAwareLayer<AppEnv> = syncAwareLayer((c: Context<AppEnv>, next: () => unknown) => {
     c.set('can', (permission) => this.can(c, permission));
-    await next();
-  };
+    const id = readCookie(c, this.cookieName);
+    if (!id) return next();
+    const found = this.sessions.lookup(id);
+    if (isPending(found)) {
+      return found.then((session) => {
+        this.useSession(c, id, session);
+        return next();
+      });
+    }
+    this.useSession(c, id, found);
+    return next();
+  });
+
+  /** What a request learns from its session: the caller, the session, and the refreshed cookie. */
+  private useSession(c: Context<AppEnv>, id: string, found: LookedUp | null): void {
+    if (!found) return;
+    const { session } = found;
+    c.set('authUser', { userId: session.userId, isAdmin: session.isAdmin, provider: session.provider });
+    c.set('session', session);
+    const maxAge = this.sessions.cookieRefresh(found);
+    if (maxAge !== null) {
+      presetHeader(c, 'Set-Cookie', serialize(this.cookieName, id, this.cookieOptions(maxAge)));
+      c.set('cookieRefreshed', true);
+    }
+  }
 
   /**
    * Route hook: 401 `unauthenticated` without a session, 403 `forbidden` for a non-admin when
    * `{ admin: true }`. Usage: `onRequest: instance.auth.authenticate({ admin: true })`.
    */
   authenticate(opts: AuthenticateOptions = {}): MiddlewareHandler<AppEnv> {
-    // Not async: nothing to wait for before `next`, and an async layer costs every request a promise.
-    return function authenticate(c, next) {
+    // Not async: nothing to wait for before `next`, whose answer it passes on as it comes.
+    const authenticate: SyncAwareLayer<AppEnv> = (c, next) => {
       const user = c.get('authUser');
       if (!user) throw unauthenticatedError(c);
       if (opts.admin && !user.isAdmin) throw forbidden('This needs an administrator');
       return next();
     };
+    return syncAwareLayer(authenticate) as MiddlewareHandler<AppEnv>;
   }
 
   /**

@@ -45,6 +45,12 @@ export interface Session extends SessionRecord {
   hash: string;
 }
 
+/** A session found by `lookup`; `pushed`: this lookup pushed its sliding TTL back (the cookie is refreshed). */
+export interface LookedUp {
+  session: Session;
+  pushed: boolean;
+}
+
 const ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 export const hashSessionId = sha256hex;
@@ -221,15 +227,22 @@ export class SessionService {
   /**
    * The hot path: the session behind a cookie value, or null. Sliding mode reads and resets the TTL
    * in one `GETEX`; `maxLifetime` caps a sliding session in code (no second command). With the local
-   * cache, a cached record answers without the store, and the TTL is pushed at most once per
+   * cache, a cached record answers without the store, and synchronously (no Promise: the request
+   * can be answered in the same turn of the event loop); the TTL is pushed at most once per
    * `touchInterval` per session by this instance (a `GETEX` that also re-reads the record).
    */
-  async lookup(id: string): Promise<{ session: Session; pushed: boolean } | null> {
+  lookup(id: string): LookedUp | null | Promise<LookedUp | null> {
     if (!ID_PATTERN.test(id)) return null; // forged or truncated cookie: no store round trip
     const hash = hashSessionId(id);
     const now = this.now();
     const push = this.sliding && (this.cache?.due(hash, 'pushedAt', now, this.touchMs) ?? true);
-    const record = (push ? undefined : this.cache?.get(hash, now)) ?? (await this.read(hash, push, now));
+    const cached = push ? undefined : this.cache?.get(hash, now);
+    if (cached) return this.lookedUp(hash, cached, push, now);
+    return this.read(hash, push, now).then((record) => this.lookedUp(hash, record, push, now));
+  }
+
+  /** `lookup`'s answer for the record read (null: no session). Ends a sliding session past its hard cap. */
+  private lookedUp(hash: string, record: SessionRecord | null, pushed: boolean, now: number): LookedUp | null | Promise<null> {
     if (record === null) {
       this.forget(hash); // no session: a made-up id keeps no entry in the cache
       return null;
@@ -237,16 +250,18 @@ export class SessionService {
     let expiresAt = record.expiresAt;
     if (this.sliding) {
       const hardEnd = record.createdAt + this.maxLifetimeMs;
-      if (now >= hardEnd) {
-        await this.destroyHash(hash, record.userId);
-        await this.ended([hash]);
-        return null;
-      }
+      if (now >= hardEnd) return this.endPastHardCap(hash, record.userId);
       // The store's TTL runs from the last push: this instance's (the cache), or now (no cache).
       expiresAt = Math.min((this.cache?.pushedAt(hash) ?? now) + this.ttl * 1000, hardEnd);
     }
     this.markSeen(hash, now);
-    return { session: sessionOf(record, expiresAt, hash), pushed: push };
+    return { session: sessionOf(record, expiresAt, hash), pushed };
+  }
+
+  private async endPastHardCap(hash: string, userId: string): Promise<null> {
+    await this.destroyHash(hash, userId);
+    await this.ended([hash]);
+    return null;
   }
 
   /**
@@ -317,7 +332,7 @@ export class SessionService {
    * ends with the session, which lives at least that long). Absolute sessions keep the login cookie,
    * whose Max-Age already ends with the session. Returns seconds, or null: no refresh.
    */
-  cookieRefresh({ session, pushed }: { session: Session; pushed: boolean }): number | null {
+  cookieRefresh({ session, pushed }: LookedUp): number | null {
     if (!this.sliding || !pushed) return null;
     return Math.max(0, Math.ceil((session.expiresAt - this.now()) / 1000));
   }

@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import { unauthenticatedError } from '../auth/index.ts';
 import { guestAwareHooks } from '../auth/work-sessions.ts';
 import type { AppEnv } from './env.ts';
+import { syncAwareLayer, type SyncAwareLayer } from './dispatch.ts';
 import { recordRoutes } from './openapi.ts';
 import { AppError, validationFailed, type ErrorDetail } from './errors.ts';
 
@@ -82,13 +83,14 @@ function failOnIssues(result: { success: boolean; issues?: readonly v.BaseIssue<
 function queryValidator(schema: AnySchema): MiddlewareHandler<AppEnv> {
   const validate = vValidator('query', schema, failOnIssues);
   const empty = v.safeParse(schema, {});
-  return (c, next) => {
+  const validator: SyncAwareLayer<AppEnv> = (c, next) => {
     if (empty.success && !c.req.url.includes('?')) {
       c.req.addValidatedData('query', { ...(empty.output as Record<string, unknown>) });
       return next();
     }
-    return validate(c as never, next);
+    return validate(c as never, async () => next() as Promise<void>);
   };
+  return syncAwareLayer(validator) as MiddlewareHandler<AppEnv>;
 }
 
 /** Refuses a body that is not JSON before validation sees it: 415, or 400 `invalid_json`. */
@@ -149,14 +151,15 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
       const validate = vValidator('json', body, failOnIssues) as unknown as MiddlewareHandler<AppEnv>;
       chain.push(route.config?.optionalBody ? optionalJsonBody(body, validate) : jsonBody, ...(route.config?.optionalBody ? [] : [validate]));
     }
-    const handler = (c: Context<AppEnv>) => {
+    // Takes no `next`: whatever the route's handler answers, at once or later, is the answer.
+    const handler = syncAwareLayer((c: Context<AppEnv>) => {
       const req = c.req as unknown as { valid(target: string): unknown };
       return route.handler(c, {
         body: body ? req.valid('json') : undefined,
         query: query ? req.valid('query') : undefined,
         params: params ? req.valid('param') : undefined,
       } as never);
-    };
+    });
     if (route.config?.public) publicHandlers.add(handler);
     app.on(route.method, route.path, ...(chain as [MiddlewareHandler<AppEnv>]), handler);
     const methods = methodsByPath.get(route.path) ?? new Set();
@@ -179,8 +182,8 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
  * that match no route fall through to 404. `appMiddleware` are the app-wide hooks, which do not
  * count as routes. Only anonymous requests pay for the route lookup.
  */
-export function requireCaller(appMiddleware: WeakSet<object>): MiddlewareHandler<AppEnv> {
-  return async function requireCaller(c, next) {
+export function requireCaller(appMiddleware: WeakSet<object>): SyncAwareLayer<AppEnv> {
+  return function requireCaller(c, next) {
     if (!c.get('authUser') && !c.get('workSession')) {
       const routes = matchedRoutes(c).filter((r) => !appMiddleware.has(r.handler) && !fallbackHandlers.has(r.handler));
       // Routes with an `authenticatedOrWorksession` hook judge anonymous callers themselves (401
@@ -188,6 +191,6 @@ export function requireCaller(appMiddleware: WeakSet<object>): MiddlewareHandler
       const open = routes.some((r) => isPublicHandler(r.handler) || inSet(guestAwareHooks, r.handler));
       if (routes.length > 0 && !open) throw unauthenticatedError(c);
     }
-    await next();
+    return next();
   };
 }

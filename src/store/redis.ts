@@ -52,6 +52,11 @@ export class RedisStore implements Store {
       maxRetriesPerRequest: 1,
       connectTimeout: 2000,
       commandTimeout: 1500,
+      // Commands issued in the same turn of the event loop (the GETEXes of the requests that one read of
+      // the sockets brought) go to Redis in one write, and their replies come back in one read: per
+      // request, fewer system calls on both sides. Measured on GET /auth/session (autocannon -c 50):
+      // server system CPU 17-24 -> 9.4-11 µs per request, 15-18k -> 20-24k requests/s.
+      enableAutoPipelining: true,
       retryStrategy: (times) => Math.min(100 * times, 1000),
       ...(opts.db !== undefined ? { db: opts.db } : {}),
     };

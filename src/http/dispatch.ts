@@ -69,10 +69,7 @@ function runLayers(c: Context, layers: Layer[], onError: ErrorHandler, onNotFoun
   return dispatch(0);
 }
 
-function answerOf(c: Context): Response {
-  if (!c.finalized) throw new Error('Context is not finalized. Did you forget to return a Response object or `await next()`?');
-  return c.res;
-}
+const NOT_FINALIZED = 'Context is not finalized. Did you forget to return a Response object or `await next()`?';
 
 /**
  * Replaces `app.fetch` (and so `app.request`) with Hono's own dispatch (hono/dist/hono-base.js
@@ -96,12 +93,15 @@ export function dispatchSynchronously<E extends Env>(
     const path = getPath(request);
     const matchResult = router.match(method, path) as never;
     const c = new Context(request, { path, matchResult, env, executionCtx: executionCtx as never, notFoundHandler: notFound as never });
+    // The answer once every layer ran; a context nothing finalized is an error, as in Hono.
+    const finish = (done: Context): Response | Promise<Response> => (done.finalized ? done.res : handleError(new Error(NOT_FINALIZED), c));
+    let done: Context | Promise<Context>;
     try {
-      const done = runLayers(c, (matchResult as [Layer[]])[0], onError, notFound as unknown as NotFoundHandler);
-      return isPending(done) ? Promise.resolve(done).then(answerOf).catch((err: unknown) => handleError(err, c)) : answerOf(done);
+      done = runLayers(c, (matchResult as [Layer[]])[0], onError, notFound as unknown as NotFoundHandler);
     } catch (err) {
       return handleError(err, c);
     }
+    return isPending(done) ? done.then(finish, (err: unknown) => handleError(err, c)) : finish(done);
   };
   (app as { fetch: unknown }).fetch = (request: Request, env?: unknown, executionCtx?: unknown) => dispatch(request, env, executionCtx, request.method);
 }

@@ -49,6 +49,32 @@ describe.skipIf(!redisUrl)('Redis', () => {
     await Promise.all([one.close(), two.close()]);
   });
 
+  it('commands issued in one turn of the event loop go to Redis in one write, in order', async () => {
+    const store = new RedisStore({ url: redisUrl, name: 'cache' });
+    await store.connect(redisUrl);
+    const key = `svctest:${randomUUID()}:batch`;
+    // Count what the connection hands to the system: one write (or writev) per batch.
+    const stream = store.client.stream as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void };
+    let writes = 0;
+    for (const method of ['_write', '_writev'] as const) {
+      const original = stream[method].bind(stream);
+      stream[method] = (...args: unknown[]) => {
+        writes++;
+        original(...args);
+      };
+    }
+    const sets = Array.from({ length: 50 }, (_, i) => store.set(`${key}:${i}`, String(i), { ttl: 60 }));
+    const reads = Array.from({ length: 50 }, (_, i) => store.getEx(`${key}:${i}`, 60));
+    await Promise.all(sets);
+    expect(await Promise.all(reads)).toEqual(Array.from({ length: 50 }, (_, i) => String(i)));
+    expect(writes).toBe(1);
+    // The next turn's commands go in their own write.
+    expect(await store.get(`${key}:7`)).toBe('7');
+    expect(writes).toBe(2);
+    for (let i = 0; i < 50; i++) await store.del(`${key}:${i}`);
+    await store.close();
+  });
+
   it('a command on a store that went away fails with UnavailableError within 2 s', async () => {
     const store = new RedisStore({ url: redisUrl, name: 'cache' });
     await store.connect(redisUrl);

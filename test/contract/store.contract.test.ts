@@ -54,7 +54,7 @@ describe.skipIf(!redisUrl)('Redis', () => {
     await store.connect(redisUrl);
     const key = `svctest:${randomUUID()}:batch`;
     // Count what the connection hands to the system: one write (or writev) per batch.
-    const stream = store.client.stream as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void };
+    const stream = (store.client as import('ioredis').Redis).stream as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void };
     let writes = 0;
     for (const method of ['_write', '_writev'] as const) {
       const original = stream[method].bind(stream);

@@ -11,6 +11,7 @@ import { docsRoutes } from './http/docs.ts';
 import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi, routesOf } from './http/openapi.ts';
 import { allowedOrigins, originCheck } from './http/origins.ts';
+import { requestHeader } from './http/request-headers.ts';
 import { nodeResponse, presetHeader } from './http/response-headers.ts';
 import { defineRoute, mountRoutes, requireCaller, type RouteDefinition } from './http/route.ts';
 import { MemoTrieRouter } from './http/router.ts';
@@ -65,7 +66,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
    * that level is off).
    */
   const startRequest = (c: Context<AppEnv>): number => {
-    const sent = c.req.header('x-request-id');
+    const sent = requestHeader(c, 'x-request-id');
     const id = sent !== undefined && CLIENT_REQUEST_ID.test(sent) ? sent : crypto.randomUUID();
     c.set('requestId', id);
     presetHeader(c, 'X-Request-Id', id);
@@ -119,8 +120,8 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
    * check has nothing to check.
    */
   const guards: SyncAwareLayer<AppEnv> = function guards(c, next) {
-    const fromBrowser = c.req.header('origin') !== undefined;
-    const hasBody = c.req.header('content-length') !== undefined || c.req.header('transfer-encoding') !== undefined;
+    const fromBrowser = requestHeader(c, 'origin') !== undefined;
+    const hasBody = requestHeader(c, 'content-length') !== undefined || requestHeader(c, 'transfer-encoding') !== undefined;
     if (!fromBrowser && !hasBody) return next();
     // Hono's middleware wants a `next` that returns a Promise.
     const later = async () => {

@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import { parse } from 'hono/utils/cookie';
+import { requestHeader } from './request-headers.ts';
 
 /** A cookie value that Hono's parser returns as it stands: no quotes, spaces, `%` escapes or `;`. */
 const PLAIN_VALUE = /^[\w-]+$/;
@@ -13,7 +14,7 @@ const PLAIN_VALUE = /^[\w-]+$/;
  * (whitespace, quotes, escapes, the name mentioned earlier) goes to Hono's parser.
  */
 export function readCookie(c: Context, name: string): string | undefined {
-  const header = c.req.header('cookie');
+  const header = requestHeader(c, 'cookie');
   if (!header) return undefined;
   const at = header.indexOf(name);
   if (at === -1) return undefined;

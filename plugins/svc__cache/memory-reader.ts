@@ -18,7 +18,7 @@ export function globToRegExp(glob: string): RegExp {
       let body = glob.slice(i + 1, end);
       const negate = body.startsWith('^');
       if (negate) body = body.slice(1);
-      re += `[${negate ? '^' : ''}${body.replace(/[\\\]]/g, '\\$&')}]`;
+      re += `[${negate ? '^' : ''}${classBody(body)}]`;
       i = end;
     } else re += escape(ch);
   }
@@ -26,6 +26,28 @@ export function globToRegExp(glob: string): RegExp {
 }
 
 const escape = (ch: string) => ch.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+/**
+ * The inside of a glob's `[...]` as the inside of a RegExp class: `\x` is `x`, `a-z` a range, and a
+ * range written backwards (`z-a`) is taken as Redis takes it, the same range (in a RegExp it would
+ * not compile). Every other character stands for itself.
+ */
+function classBody(body: string): string {
+  const literal = (ch: string) => ch.replace(/[\\\][^-]/, '\\$&');
+  let out = '';
+  for (let i = 0; i < body.length; i++) {
+    let ch = body[i]!;
+    if (ch === '\\' && i + 1 < body.length) ch = body[++i]!;
+    else if (body[i + 1] === '-' && i + 2 < body.length) {
+      const to = body[i + 2]!;
+      i += 2;
+      out += ch <= to ? `${literal(ch)}-${literal(to)}` : `${literal(to)}-${literal(ch)}`;
+      continue;
+    }
+    out += literal(ch);
+  }
+  return out;
+}
 
 /**
  * The embedded store's data through the same interface as Redis, read-only. It has one keyspace,

@@ -352,6 +352,14 @@ function report(meta: Record<string, unknown>, summaries: StackSummary[], storm:
       ['svc store commands per request', svc.commandsPerRequest, '= 1', (x) => Math.abs(x - 1) < 0.01],
       ['svc peak RSS MB (session runs)', svc.peakRssMB ?? NaN, '< 150', (x) => x < 150],
     ];
+    const plugin = by.get('svc-plugin');
+    if (plugin) {
+      goals.push(
+        ['svc plugin route / lean (req/s)', ratio(plugin.reqPerSec, by.get('lean')?.reqPerSec), '>= 0.9', (x) => x >= 0.9],
+        ['p99 svc plugin route / lean', ratio(plugin.p99, by.get('lean')?.p99), '<= 1.2', (x) => x <= 1.2],
+        ['svc plugin route store commands per request', plugin.commandsPerRequest, '= 1', (x) => Math.abs(x - 1) < 0.01],
+      );
+    }
     const cached = by.get('svc-cache');
     if (cached) {
       goals.push(

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 import { baseEnv, freePort, npmStartFlags, startChild, waitHealthy, type Child } from './lib/procs.ts';
 
@@ -103,15 +104,43 @@ export const svcAdmin = { email: 'bench-admin@example.com', password: randomByte
  * svc as `npm start` runs it (`node <its flags> bin/start.js`: the compiled service in dist/, built first when
  * stale), with `session` merged into `auth.session` of its config.
  */
-function svcStack(id: string, label: string, auth: { session: Record<string, unknown>; store?: { keyPrefix: string } }, what: string): Stack {
+/** A folder plugin the `svc-plugin` stack adds to its app root: one route behind `authenticate()`. */
+const BENCH_PLUGIN = 'bench__whoami';
+
+function writeBenchPlugin(appRoot: string, svcDir: string): void {
+  const folder = path.join(appRoot, 'plugins', BENCH_PLUGIN);
+  mkdirSync(folder, { recursive: true });
+  // Plain JS, Hono by file URL from svc's own node_modules: no tsx, the same Hono as svc's.
+  const hono = pathToFileURL(path.join(svcDir, 'node_modules', 'hono', 'dist', 'index.js')).href;
+  writeFileSync(
+    path.join(folder, 'index.js'),
+    [
+      `import { Hono } from ${JSON.stringify(hono)};`,
+      'export default function whoami(instance) {',
+      '  const app = new Hono();',
+      "  app.get('/whoami', instance.auth.authenticate(), (c) => c.json(c.get('authUser')));",
+      '  return app;',
+      '}',
+      '',
+    ].join('\n'),
+  );
+}
+
+function svcStack(
+  id: string,
+  label: string,
+  auth: { session: Record<string, unknown>; store?: { keyPrefix: string } },
+  what: string,
+  route: { path: string; plugin?: boolean } = { path: '/auth/session' },
+): Stack {
   return {
     id,
     label,
     description:
       `The real service as \`npm start\` runs it (\`node ${npmStartFlags().join(' ')} bin/start.js\`, compiled), Redis store,` +
       ' embedded database, `LOG_LEVEL=warn`; ' +
-      `\`GET /auth/session\` with the cookie from \`POST /auth/login\` (${what}).`,
-    path: '/auth/session',
+      `\`GET ${route.path}\` with the cookie from \`POST /auth/login\` (${what}).`,
+    path: route.path,
     async start(ctx) {
       const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-bench-app-'));
       const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-bench-data-'));
@@ -119,6 +148,7 @@ function svcStack(id: string, label: string, auth: { session: Record<string, unk
       mkdirSync(appRoot, { recursive: true });
       // trustProxy: the login storm speaks for many clients through X-Forwarded-For (per-IP login limits).
       writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false }, ...auth }, server: { trustProxy: 1 } }));
+      if (route.plugin) writeBenchPlugin(appRoot, ctx.svcDir);
       const port = await freePort();
       const child = startChild({
         name: id,
@@ -142,7 +172,7 @@ function svcStack(id: string, label: string, auth: { session: Record<string, unk
       return { child, url };
     },
     login: (url) => loginAt(`${url}/auth/login`, svcAdmin),
-    check: (body) => isObject(body) && typeof body.userId === 'string' && typeof body.expiresAt === 'string',
+    check: (body) => isObject(body) && typeof body.userId === 'string' && (route.plugin === true || typeof body.expiresAt === 'string'),
   };
 }
 
@@ -154,6 +184,15 @@ const svcCached = svcStack(
   'svc (localCache)',
   { session: { localCache: true }, store: { keyPrefix: 'cached:' } },
   '`auth.session.localCache: true`: records from memory, kept exact by Redis key tracking; the TTL pushed at most once a minute per session',
+);
+
+// An authenticated plugin route: a folder plugin's Hono sub-app, its route behind `authenticate()`.
+const svcPlugin = svcStack(
+  'svc-plugin',
+  'svc plugin route',
+  { session: {} },
+  'a folder plugin in the app root, its one route behind `instance.auth.authenticate()`, answering the caller; the default session settings',
+  { path: `/${BENCH_PLUGIN}/whoami`, plugin: true },
 );
 
 const express: Stack = {
@@ -220,6 +259,7 @@ const bare: Stack = {
 export const STACKS: Stack[] = [
   svc,
   svcCached,
+  svcPlugin,
   express,
   fastify,
   betterAuth('better-auth', 'better-auth', undefined, 'Its default `updateAge` (1 day): within a run the session is only read, its expiry does not move.'),

@@ -6,7 +6,7 @@ import { HTTPException } from 'hono/http-exception';
 import { getPath } from 'hono/utils/url';
 import { coreRoutes } from '../routes/index.ts';
 import type { AppEnv } from './http/env.ts';
-import { dispatchSynchronously, isPending, syncAwareLayer, type SyncAwareLayer } from './http/dispatch.ts';
+import { dispatchSynchronously, isPending, promised, syncAwareLayer, type SyncAwareLayer } from './http/dispatch.ts';
 import { docsRoutes } from './http/docs.ts';
 import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi, routesOf } from './http/openapi.ts';
@@ -123,10 +123,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
     const fromBrowser = requestHeader(c, 'origin') !== undefined;
     const hasBody = requestHeader(c, 'content-length') !== undefined || requestHeader(c, 'transfer-encoding') !== undefined;
     if (!fromBrowser && !hasBody) return next();
-    // Hono's middleware wants a `next` that returns a Promise.
-    const later = async () => {
-      await next();
-    };
+    const later = promised(next);
     const checked = fromBrowser ? () => corsHandler(c, () => checkOrigin(c, later) as Promise<void>) as Promise<void> : later;
     return hasBody ? bodyLimiter(c, checked) : checked();
   };

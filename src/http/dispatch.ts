@@ -23,6 +23,9 @@ export function isPending(value: unknown): value is PromiseLike<unknown> {
   return typeof value === 'object' && value !== null && !(value instanceof Response) && !(value instanceof Context) && typeof (value as { then?: unknown }).then === 'function';
 }
 
+/** `next` as Hono's middleware expects it, a Promise of what `next` gives: for a layer that is not sync-aware. */
+export const promised = (next: () => unknown) => (async () => next()) as () => Promise<void>;
+
 type Layer = [[(c: Context, next: () => unknown) => unknown, unknown], unknown];
 
 /**
@@ -61,7 +64,8 @@ function runLayers(c: Context, layers: Layer[], onError: ErrorHandler, onNotFoun
     c.req.routeIndex = i;
     let res: unknown;
     try {
-      res = handler(c, syncAware.has(handler) ? () => dispatch(i + 1) : async () => dispatch(i + 1));
+      const next = () => dispatch(i + 1);
+      res = handler(c, syncAware.has(handler) ? next : promised(next));
     } catch (err) {
       return failed(err);
     }

@@ -5,7 +5,7 @@ import * as v from 'valibot';
 import { unauthenticatedError } from '../auth/index.ts';
 import { guestAwareHooks } from '../auth/work-sessions.ts';
 import type { AppEnv } from './env.ts';
-import { syncAwareLayer, type SyncAwareLayer } from './dispatch.ts';
+import { promised, syncAwareLayer, type SyncAwareLayer } from './dispatch.ts';
 import { recordRoutes } from './openapi.ts';
 import { AppError, validationFailed, type ErrorDetail } from './errors.ts';
 
@@ -88,7 +88,7 @@ function queryValidator(schema: AnySchema): MiddlewareHandler<AppEnv> {
       c.req.addValidatedData('query', { ...(empty.output as Record<string, unknown>) });
       return next();
     }
-    return validate(c as never, async () => next() as Promise<void>);
+    return validate(c as never, promised(next));
   };
   return syncAwareLayer(validator) as MiddlewareHandler<AppEnv>;
 }

@@ -8,6 +8,7 @@ import { deletePasskey, listPasskeys, loginPasskey, passkeyLoginOptions, passkey
 import { oauthCallback, oauthFormPostCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
 import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
 import { login, logout, logoutAll, session } from './auth/session.ts';
+import { reauthenticate } from './auth/reauthenticate.ts';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './auth/users.ts';
 import { createWorkSession, deleteWorkSession, getWorkSession, listWorkSessions, updateWorkSession } from './auth/work-sessions.ts';
 import { health } from './health.ts';
@@ -22,6 +23,7 @@ const factories = [
   listOwnSessions,
   endOwnSession,
   changeOwnPassword,
+  reauthenticate,
   listConnectedAccounts,
   disconnectAccount,
   startConnect,

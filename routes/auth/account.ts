@@ -109,17 +109,17 @@ export const startConnect = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'POST',
     path: '/auth/oauth/:provider/link',
-    onRequest: auth.authenticate(),
+    onRequest: [auth.authenticate(), auth.requireFresh()],
     schema: {
       summary: 'Connect an OAuth account to yours',
-      description: 'Answers `{"authorizationUrl"}`: send the browser there. The state is bound to this browser and to you.',
+      description: 'Answers `{"authorizationUrl"}`: send the browser there. The state is bound to this browser and to you. 403 `reauthentication_required` (step-up).',
       tags,
       params: v.strictObject({ provider: providerParam }),
     },
     handler: async (c, { params }) => {
       let authorizationUrl: string;
       try {
-        authorizationUrl = await auth.oauth.start(c, params.provider, c.get('authUser')!.userId);
+        authorizationUrl = await auth.oauth.start(c, params.provider, await auth.users.get(c.get('authUser')!.userId));
       } catch (err) {
         if ((err as { code?: string }).code === 'provider_not_found') throw notFound(`No enabled OAuth provider "${params.provider}"`);
         throw err;

@@ -28,15 +28,16 @@ export const confirmLink = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'POST',
     path: '/auth/link/confirm',
-    onRequest: auth.authenticate(),
-    schema: { summary: 'Confirm the pending OAuth account link', tags },
+    onRequest: [auth.authenticate(), auth.requireFresh()],
+    schema: { summary: 'Confirm the pending OAuth account link', description: '403 `reauthentication_required` (step-up).', tags },
     handler: async (c) => {
       try {
         const pending = await auth.oauth.confirmLink(c, c.get('authUser')!.userId);
         if (!pending) throw noPendingLink();
         return c.json({ linked: { provider: pending.provider, providerAccountId: pending.providerAccountId } });
       } catch (err) {
-        if (err instanceof OAuthFlowError) throw new AppError(409, 'account_linked_elsewhere', 'This OAuth account already belongs to another user');
+        if (err instanceof OAuthFlowError && err.code === 'account_exists') throw new AppError(409, 'account_linked_elsewhere', 'This OAuth account already belongs to another user');
+        if (err instanceof OAuthFlowError) throw noPendingLink(); // the account changed meanwhile: the link died
         throw err;
       }
     },

@@ -1,5 +1,4 @@
 import type { Context } from 'hono';
-import { readCookie } from '../../src/http/cookie.ts';
 import { timingSafeEqual } from 'node:crypto';
 import * as v from 'valibot';
 import { OAuthFlowError } from '../../src/auth/oauth/client.ts';
@@ -72,7 +71,7 @@ export const returnTo = ({ auth, config }: ServerInstance) =>
         referer = undefined;
       }
       const origin = c.req.header('origin') ?? referer?.origin;
-      const cookie = readCookie(c, RETURN_TO_CSRF_COOKIE) ?? '';
+      const cookie = auth.flowCookies.read(c, RETURN_TO_CSRF_COOKIE) ?? '';
       const header = c.req.header('x-svc-oauth-return-to-csrf') ?? '';
       // Each refusal says which condition failed (issue 26 §6); the Origin is the caller's own value.
       const refuse = (why: string) => new AppError(403, 'csrf_failed', `The return path was refused: ${why}`);

@@ -3,6 +3,8 @@ import * as v from 'valibot';
 import { AppError } from '../../src/http/errors.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
+import { totpEnabled } from '../../src/auth/totp.ts';
+import { epochOf } from '../../src/auth/users.ts';
 import { startSession } from './session.ts';
 
 // Passkeys (CONTRACT section 11): register while signed in, log in without a password.
@@ -22,7 +24,7 @@ const credentialJson = (response: v.GenericSchema) =>
 const registrationResponse = credentialJson(
   v.looseObject({ clientDataJSON: b64url(8192), attestationObject: b64url(65536), transports: v.optional(v.array(v.pipe(v.string(), v.maxLength(32)))) }),
 );
-const authenticationResponse = credentialJson(
+export const authenticationResponse = credentialJson(
   v.looseObject({ clientDataJSON: b64url(8192), authenticatorData: b64url(8192), signature: b64url(2048), userHandle: v.nullish(b64url(1024)) }),
 );
 const name = v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(64));
@@ -33,7 +35,7 @@ export const passkeyRegistrationOptions = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'POST',
     path: '/auth/passkeys/options',
-    onRequest: auth.authenticate(),
+    onRequest: [auth.authenticate(), auth.requireFresh()],
     config: { optionalBody: true },
     schema: { summary: 'Options to create a passkey (navigator.credentials.create)', description: 'WebAuthn creation options (JSON form); the challenge works once, for 5 minutes, from this session.', tags, body: v.strictObject({}) },
     handler: async (c) => c.json(await auth.passkeys.registrationOptions(await auth.users.get(c.get('authUser')!.userId), c.get('session')!.hash)),
@@ -44,15 +46,15 @@ export const registerPasskey = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'POST',
     path: '/auth/passkeys',
-    onRequest: auth.authenticate(),
+    onRequest: [auth.authenticate(), auth.requireFresh()],
     schema: {
       summary: 'Save a new passkey',
-      description: '`response`: the browser\'s RegistrationResponseJSON. 201 `{"id","name","createdAt"}`; 400 `invalid_passkey` (no pending options, wrong challenge, origin or RP id); 409 `passkey_exists`.',
+      description: '`response`: the browser\'s RegistrationResponseJSON. 201 `{"id","name","createdAt"}`; 400 `invalid_passkey` (no pending options, wrong challenge, origin or RP id, the account changed since the options); 409 `passkey_exists`; 403 `reauthentication_required` (step-up).',
       tags,
       body: v.strictObject({ response: registrationResponse, name: v.optional(name) }),
     },
     handler: async (c, { body }) => {
-      const created = await auth.passkeys.register(c.get('authUser')!.userId, c.get('session')!.hash, body.response as unknown as RegistrationResponseJSON, body.name);
+      const created = await auth.addPasskey(c.get('authUser')!.userId, c.get('session')!.hash, body.response as unknown as RegistrationResponseJSON, body.name);
       return c.json({ id: created.id, name: created.name, createdAt: created.createdAt }, 201);
     },
   });
@@ -85,13 +87,7 @@ export const deletePasskey = ({ auth }: ServerInstance) =>
     onRequest: auth.authenticate(),
     schema: { summary: 'Remove a passkey', description: '404 `not_found` for an id that is not one of yours; 409 `last_login_method` for your only way to log in.', tags, params: idParams },
     handler: async (c, { params }) => {
-      const userId = c.get('authUser')!.userId;
-      const user = await auth.users.get(userId);
-      const mine = (await auth.passkeys.list(userId)).some((p) => p.id === params.id);
-      if (mine && !user.passwordHash && user.oauthAccounts.length === 0 && (await auth.passkeys.count(userId)) <= 1) {
-        throw new AppError(409, 'last_login_method', 'This passkey is your only way to log in: set a password or add another passkey first');
-      }
-      await auth.passkeys.remove(userId, params.id);
+      await auth.removePasskey(c.get('authUser')!.userId, params.id);
       return c.body(null, 204);
     },
   });
@@ -111,7 +107,11 @@ export const passkeyLoginOptions = ({ auth }: ServerInstance) =>
     handler: async (c) => c.json(await auth.passkeys.loginOptions(c)),
   });
 
-/** `POST /auth/login/passkey`: logs in like a password login (a passkey is both factors: no TOTP step). */
+/**
+ * `POST /auth/login/passkey`: logs in like a password login. A passkey whose authenticator verified
+ * the user (UV) is both factors; without UV, a user with TOTP on gets the second step (`mfaRequired`)
+ * like after a password (CONTRACT 11).
+ */
 export const loginPasskey = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'POST',
@@ -119,14 +119,20 @@ export const loginPasskey = ({ auth }: ServerInstance) =>
     config: { public: true, type: 'authLogin' },
     schema: {
       summary: 'Log in with a passkey',
-      description: '`response`: the browser\'s AuthenticationResponseJSON. Answers like `POST /auth/login`; 401 `invalid_passkey` for anything wrong (no pending options in this browser, unknown passkey, wrong origin or RP id, a bad signature, a counter that went back).',
+      description: '`response`: the browser\'s AuthenticationResponseJSON. Answers like `POST /auth/login` (a user with TOTP on and an authenticator that did not verify the user: `{"mfaRequired":true}`, then `POST /auth/login/totp`); 401 `invalid_passkey` for anything wrong (no pending options in this browser, unknown passkey, wrong origin or RP id, a bad signature, a counter that went back).',
       tags,
       body: v.strictObject({ response: authenticationResponse }),
     },
     handler: async (c, { body }) => {
-      const userId = await auth.passkeys.authenticate(c, body.response as unknown as AuthenticationResponseJSON);
+      const { userId, passkeyId, userVerified } = await auth.passkeys.authenticate(c, body.response as unknown as AuthenticationResponseJSON);
       const user = await auth.users.findById(userId);
-      if (!user) throw new AppError(401, 'invalid_passkey', 'The passkey was not accepted: its user is gone');
+      // Read the user (its epoch) before checking the passkey is still there: a removal that races
+      // this login either shows here or moves the epoch that `Auth.login` checks again.
+      if (!user || !(await auth.passkeys.exists(passkeyId))) throw new AppError(401, 'invalid_passkey', 'The passkey was not accepted: it or its user is gone');
+      if (totpEnabled(user) && !userVerified) {
+        await auth.mfa.start(c, { userId: user._id, epoch: epochOf(user), provider: 'passkey' });
+        return c.json({ mfaRequired: true });
+      }
       return startSession(c, auth, user, 'passkey');
     },
   });

@@ -5,7 +5,7 @@ import { totpEnabled } from '../../src/auth/totp.ts';
 import type { AppEnv } from '../../src/http/env.ts';
 import * as v from 'valibot';
 import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
-import { toPublicUser, type UserDoc } from '../../src/auth/users.ts';
+import { epochOf, toPublicUser, type UserDoc } from '../../src/auth/users.ts';
 import { AppError } from '../../src/http/errors.ts';
 import { isoTime } from '../../src/http/iso-time.ts';
 import { defineRoute } from '../../src/http/route.ts';
@@ -35,7 +35,7 @@ export const login = ({ auth }: ServerInstance) =>
       if (!user) throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
       if (totpEnabled(user)) {
         // Second step: POST /auth/login/totp with the code, from this browser (CONTRACT section 10).
-        await auth.mfa.start(c, { userId: user._id, passwordHash: user.passwordHash ?? null, provider: 'password' });
+        await auth.mfa.start(c, { userId: user._id, epoch: epochOf(user), provider: 'password' });
         return c.json({ mfaRequired: true });
       }
       return startSession(c, auth, user, 'password');
@@ -78,7 +78,7 @@ export const logoutAll = ({ auth }: ServerInstance) =>
     config: { type: 'authLogout' },
     schema: { summary: 'Log out of every session of this user', tags: ['auth'] },
     handler: async (c) => {
-      await auth.endAllSessions(c.get('authUser')!.userId);
+      await auth.logoutEverywhere(c.get('authUser')!.userId);
       auth.clearSessionCookie(c);
       return c.body(null, 204);
     },

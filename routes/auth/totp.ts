@@ -1,6 +1,8 @@
 import * as v from 'valibot';
 import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
+import { expired } from '../../src/auth/mfa.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
+import { epochOf } from '../../src/auth/users.ts';
 import { AppError } from '../../src/http/errors.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
@@ -9,7 +11,7 @@ import { startSession } from './session.ts';
 // TOTP second factor (CONTRACT section 10): enrol, confirm, disable, and the second login step.
 
 const tags = ['account'];
-const code = v.pipe(v.string(), v.regex(/^\d{6}$/, 'must be the 6-digit code of the authenticator app'));
+export const code = v.pipe(v.string(), v.regex(/^\d{6}$/, 'must be the 6-digit code of the authenticator app'));
 const recoveryCode = v.pipe(v.string(), v.minLength(1), v.maxLength(32));
 
 /** `POST /auth/totp/enroll`: a new secret, pending until a first code confirms it. */
@@ -17,10 +19,10 @@ export const enrollTotp = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'POST',
     path: '/auth/totp/enroll',
-    onRequest: auth.authenticate(),
+    onRequest: [auth.authenticate(), auth.requireFresh()],
     schema: {
       summary: 'Start turning on two-factor authentication',
-      description: '`otpauthUri` and `qrCode` (a PNG data URL) for an authenticator app. Enrolling again replaces a pending secret; 409 `totp_enabled` when it is already on.',
+      description: '`otpauthUri` and `qrCode` (a PNG data URL) for an authenticator app. Enrolling again replaces a pending secret; 409 `totp_enabled` when it is already on; 403 `reauthentication_required` for a session not authenticated within `auth.session.freshAge`.',
       tags,
     },
     handler: async (c) => {
@@ -50,15 +52,16 @@ export const confirmTotp = ({ auth }: ServerInstance) =>
     },
   });
 
-/** `DELETE /auth/totp`: turns TOTP off with a current code or the password. */
+/** `DELETE /auth/totp`: turns TOTP off with a current code or the password (a fresh session only). */
 export const disableTotp = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'DELETE',
     path: '/auth/totp',
-    onRequest: auth.authenticate(),
+    onRequest: [auth.authenticate(), auth.requireFresh()],
     schema: {
       summary: 'Turn two-factor authentication off',
-      description: 'Body `{"code"}` (a current code) or `{"password"}`. 400 `invalid_code`, 401 `invalid_credentials`, 409 `totp_not_enabled`.',
+      description:
+        'Body `{"code"}` (a current code) or `{"password"}`. 400 `invalid_code`, 401 `invalid_credentials`, 409 `totp_not_enabled`, 429 `too_many_attempts` (wrong codes count toward the per-user limit of the second login step), 403 `reauthentication_required`.',
       tags,
       body: v.union([v.strictObject({ code }), v.strictObject({ password: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)) })]),
     },
@@ -66,8 +69,9 @@ export const disableTotp = ({ auth }: ServerInstance) =>
       const user = await auth.users.get(c.get('authUser')!.userId);
       if (!totpEnabled(user)) throw new AppError(409, 'totp_not_enabled', 'Two-factor authentication is not on');
       if ('code' in body) {
-        await auth.mfa.checkUser(user._id);
+        const codeTry = await auth.codeLimit.take(user._id);
         if (!(await auth.totp.verifyCode(user, body.code))) throw new AppError(400, 'invalid_code', 'The code is wrong or was already used');
+        await codeTry.succeeded();
       } else if ((await auth.checkPassword(c, user.email, body.password))?._id !== user._id) {
         throw new AppError(401, 'invalid_credentials', 'The password is wrong');
       }
@@ -86,20 +90,24 @@ export const loginTotp = ({ auth }: ServerInstance) =>
     schema: {
       summary: 'Finish a login with a TOTP or recovery code',
       description:
-        'Needs the `svc_mfa` cookie of `POST /auth/login` (`{"mfaRequired":true}`) or of an OAuth callback that redirected to `/login?mfa=totp`. Answers like a password login (OAuth: plus `returnTo`). 401 `invalid_code` (5 wrong codes end the login), 401 `mfa_expired`, 429 `too_many_attempts`.',
+        'Needs the `svc_mfa` cookie of `POST /auth/login` (`{"mfaRequired":true}`) or of an OAuth callback that redirected to `/login?mfa=totp`. Answers like a password login (OAuth: plus `returnTo`). 401 `invalid_code` (5 codes checked end the login), 401 `mfa_expired`, 429 `too_many_attempts` (10 codes per user in 15 minutes).',
       tags: ['auth'],
       body: v.union([v.strictObject({ code }), v.strictObject({ recoveryCode })]),
     },
     handler: async (c, { body }) => {
       const pending = await auth.mfa.current(c);
       const user = await auth.users.findById(pending.userId);
-      if (!user || user.passwordHash !== (pending.passwordHash ?? undefined)) {
-        await auth.mfa.finish(c);
-        throw new AppError(401, 'mfa_expired', 'The login waiting for a code has expired or was used: log in again');
+      // Any lifecycle event since the first step (a claim, a reset, TOTP off and on) ends this login.
+      if (!user || epochOf(user) !== pending.epoch) {
+        await auth.mfa.finish(c).catch(() => {});
+        throw expired();
       }
-      await auth.mfa.checkUser(user._id);
+      // Both counted before the code is checked (CONTRACT 10): parallel codes cannot outrun the limits.
+      const tries = await auth.mfa.countTry(c);
+      const codeTry = await auth.codeLimit.take(user._id);
       const ok = 'code' in body ? await auth.totp.verifyCode(user, body.code) : await auth.totp.useRecoveryCode(user, body.recoveryCode);
-      if (!ok) await auth.mfa.wrong(c, user._id);
+      if (!ok) await auth.mfa.wrong(c, tries);
+      await codeTry.succeeded();
       await auth.mfa.finish(c);
       return startSession(c, auth, user, pending.provider, pending.returnTo);
     },

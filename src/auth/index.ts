@@ -11,6 +11,7 @@ import { isPending, syncAwareLayer, type SyncAwareLayer } from '../http/dispatch
 import { dropPresetHeader, presetHeader } from '../http/response-headers.ts';
 import type { Logger } from '../logger.ts';
 import type { Stores } from '../store/index.ts';
+import type { Store } from '../store/store.ts';
 import { AssetTokens, type AssetResolver } from './assets.ts';
 import { AccountLinks } from './oauth/accounts.ts';
 import { OAuthFlow, type OAuthLoginHandler, type ProviderTokenBlob } from './oauth/flow.ts';
@@ -20,9 +21,12 @@ import { LoginRateLimit } from './rate-limit.ts';
 import { WorkSessions } from './work-sessions.ts';
 import { SessionService, type LookedUp, type Session, type SessionOrigin } from './sessions.ts';
 import { totpEnabled, TotpService } from './totp.ts';
-import { PendingMfaLogins } from './mfa.ts';
-import { isAdmin, UserService, type UserDoc, type UserPatch } from './users.ts';
-import { PasskeyService } from './passkeys.ts';
+import { CodeLimit, PendingMfaLogins } from './mfa.ts';
+import { FlowCookies } from './flow-cookies.ts';
+import { epochOf, isAdmin, UserService, WAYS_IN_IN_DOC, type UserDoc, type UserPatch } from './users.ts';
+import { PasskeyService, type PasskeyView } from './passkeys.ts';
+import type { RegistrationResponseJSON } from '@simplewebauthn/server';
+import { randomBytes } from 'node:crypto';
 
 /** A `can()` resolver: true or false decides, undefined abstains (CONTRACT section 4). */
 export type PermissionResolver = (permission: string, c: Context<AppEnv>) => boolean | undefined | Promise<boolean | undefined>;
@@ -58,12 +62,18 @@ export class Auth {
   readonly oauth: OAuthFlow;
   /** TOTP second factor (CONTRACT section 10). */
   readonly totp: TotpService;
-  /** Password logins waiting for their second factor. */
+  /** Logins waiting for their second factor. */
   readonly mfa: PendingMfaLogins;
+  /** TOTP and recovery codes checked per user, on every route that checks one. */
+  readonly codeLimit: CodeLimit;
+  /** The cookies of half-finished flows (`__Host-` with `auth.cookie.hostPrefix`). */
+  readonly flowCookies: FlowCookies;
   /** Which OAuth identities belong to which user. */
   readonly accounts: AccountLinks;
   /** WebAuthn credentials (CONTRACT section 11). */
   readonly passkeys: PasskeyService;
+  private readonly logger: Logger;
+  private readonly waysInStore: Store;
 
   private constructor(
     readonly config: Config,
@@ -72,6 +82,7 @@ export class Auth {
     parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger },
   ) {
     this.workSessions = parts.workSessions;
+    this.logger = parts.logger;
     this.passkeys = parts.passkeys;
     this.loginLimit = new LoginRateLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);
     this.providers = parts.providers;
@@ -79,7 +90,10 @@ export class Auth {
     this.oauth = new OAuthFlow(config, parts.stores, parts.providers, parts.accounts, this, parts.logger);
     this.onSessionEnd((sid) => this.oauth.deleteBlobsOfSession(sid));
     this.totp = new TotpService(users, parts.providers.secrets);
-    this.mfa = new PendingMfaLogins(parts.stores.forRole('sessions'), config);
+    this.flowCookies = new FlowCookies(config);
+    this.mfa = new PendingMfaLogins(parts.stores.forRole('sessions'), config, this.flowCookies);
+    this.codeLimit = new CodeLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);
+    this.waysInStore = parts.stores.forRole('sessions');
     this.assets = new AssetTokens(parts.stores.forRole('sessions'), config.auth.store.keyPrefix, sessions);
     // Best effort: a session token also checks at every download that its session lives.
     this.onSessionEnd((sid) => this.assets.endSession(sid).catch(() => {}));
@@ -96,7 +110,7 @@ export class Auth {
     }
     const accounts = await AccountLinks.open(db, users);
     const workSessions = await WorkSessions.open(db);
-    const passkeys = await PasskeyService.open(db, stores.forRole('sessions'), config);
+    const passkeys = await PasskeyService.open(db, stores.forRole('sessions'), config, new FlowCookies(config));
     return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, passkeys, logger });
   }
 
@@ -184,9 +198,12 @@ export class Auth {
   async login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean): Promise<{ session: Session; user: UserDoc } | null> {
     const previous = readCookie(c, this.cookieName);
     if (previous) await this.endSession(previous);
+    // Any lifecycle event since the credential was checked (a claim, a reset, a factor removed, a
+    // deletion) ends this login too: the credential may be one that event took away.
+    const epoch = epochOf(user);
     let current: UserDoc | null = user;
     for (let attempt = 0; attempt < 3; attempt++) {
-      if (!current || !stillValid(current)) return null;
+      if (!current || epochOf(current) !== epoch || !stillValid(current)) return null;
       const { id, session } = await this.sessions.create({ userId: current._id, isAdmin: isAdmin(current), provider, totp: totpEnabled(current) }, this.origin(c));
       let fresh: UserDoc | null;
       try {
@@ -195,7 +212,7 @@ export class Auth {
         await this.sessions.destroy(id).catch(() => {});
         throw err;
       }
-      if (fresh && fresh.passwordHash === current.passwordHash && isAdmin(fresh) === session.isAdmin && totpEnabled(fresh) === (session.totp === true) && stillValid(fresh)) {
+      if (fresh && epochOf(fresh) === epoch && fresh.passwordHash === current.passwordHash && isAdmin(fresh) === session.isAdmin && totpEnabled(fresh) === (session.totp === true) && stillValid(fresh)) {
         this.setSessionCookie(c, id);
         return { session, user: fresh };
       }
@@ -260,6 +277,36 @@ export class Auth {
     await this.sessions.destroyAll(userId, keep);
   }
 
+  /** `POST /auth/logout-all`: a lifecycle event (pending second steps, links, challenges die), then every session ends. */
+  async logoutEverywhere(userId: string): Promise<void> {
+    await this.users.advanceEpoch(userId);
+    await this.endAllSessions(userId);
+  }
+
+  /**
+   * Ends the ways in kept outside the user document (identities, passkeys) and every session. A claim
+   * and a deletion call it after their own database write; a way in added later belongs here (or in
+   * `WAYS_IN_IN_DOC`), so neither can forget it.
+   */
+  private async endWaysInOutsideDoc(userId: string): Promise<void> {
+    await this.accounts.unlinkAll(userId);
+    await this.passkeys.removeAll(userId);
+    await this.endAllSessions(userId);
+  }
+
+  /**
+   * A claim (CONTRACT 5): the verified owner of an email takes over a user made from an unverified
+   * claim of it. Afterwards the account has exactly one way in, the claiming identity (linked by the
+   * caller): the password, TOTP and its recovery codes, every other identity and every passkey go,
+   * every session ends, and the epoch moves, so second steps, pending links and flows started before
+   * the claim are dead. The database first, then the rest (see `login`).
+   */
+  async claim(user: UserDoc): Promise<void> {
+    this.logger.warn({ userId: user._id, unlinked: user.oauthAccounts.map((a) => a.provider) }, 'a verified email claimed a user made from an unverified one: every other way in is removed and its sessions end');
+    await this.users.advanceEpoch(user._id, { $set: { email_verified: true, oauthAccounts: [] }, $unset: WAYS_IN_IN_DOC });
+    await this.endWaysInOutsideDoc(user._id);
+  }
+
   /**
    * Applies a user patch and its session effects: a new password ends other sessions, admin changes
    * apply at once. The database changes first, the sessions after (see `login`).
@@ -281,25 +328,101 @@ export class Auth {
   async deleteUser(id: string): Promise<void> {
     const user = await this.users.get(id);
     if (isAdmin(user)) await this.users.demote(id);
+    await this.users.advanceEpoch(id);
     await this.endAllSessions(id);
     await this.users.delete(id);
-    await this.accounts.unlinkAll(id);
-    await this.passkeys.removeAll(id);
-    await this.endAllSessions(id);
+    await this.endWaysInOutsideDoc(id);
+  }
+
+  /**
+   * Runs `change` while no other change of the user's ways in runs, on any instance (a store lock,
+   * `SET NX` with a 10 s expiry): "is this the last way in?" and the removal are one step, so two
+   * parallel removals cannot each leave the other as the last way in and then both go.
+   */
+  private async withWaysInLock<T>(userId: string, change: () => Promise<T>): Promise<T> {
+    const key = `${this.config.auth.store.keyPrefix}ways-in-lock:${userId}`;
+    const token = randomBytes(16).toString('base64url');
+    for (let attempt = 0; !(await this.waysInStore.set(key, token, { nx: true, ttl: 10 })); attempt++) {
+      if (attempt >= 100) throw new AppError(503, 'unavailable', 'Another change of this account is under way; try again');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    try {
+      return await change();
+    } finally {
+      await this.waysInStore.del(key).catch(() => {});
+    }
+  }
+
+  /** Whether the user has a way in besides the one `without` names. */
+  private async hasOtherWayIn(user: UserDoc, without: { identity?: boolean; passkey?: boolean }): Promise<boolean> {
+    if (user.passwordHash) return true;
+    if (user.oauthAccounts.length > (without.identity ? 1 : 0)) return true;
+    return (await this.passkeys.count(user._id)) > (without.passkey ? 1 : 0);
   }
 
   /**
    * Disconnects one identity of a user (CONTRACT 10): 404 when it is not theirs, 409
-   * `last_login_method` when nothing else would log them in (no password, no other identity).
+   * `last_login_method` when nothing else would log them in (no password, no other identity, no
+   * passkey). A lifecycle event: the epoch moves.
    */
   async disconnect(userId: string, provider: string, providerAccountId: string): Promise<void> {
+    await this.withWaysInLock(userId, async () => {
+      const user = await this.users.get(userId);
+      const mine = user.oauthAccounts.some((a) => a.provider === provider && a.providerAccountId === providerAccountId);
+      if (!mine) throw new AppError(404, 'not_found', 'No connected account of yours matches');
+      if (!(await this.hasOtherWayIn(user, { identity: true }))) {
+        throw new AppError(409, 'last_login_method', 'This is your only way to log in: set a password, add a passkey or connect another account first');
+      }
+      if (!(await this.accounts.unlink(userId, provider, providerAccountId))) throw new AppError(404, 'not_found', 'No connected account of yours matches');
+      await this.users.advanceEpoch(userId);
+    });
+  }
+
+  /** Removes one passkey of a user: 404 when it is not theirs, 409 `last_login_method`. A lifecycle event. */
+  async removePasskey(userId: string, id: string): Promise<void> {
+    await this.withWaysInLock(userId, async () => {
+      const user = await this.users.get(userId);
+      const mine = (await this.passkeys.list(userId)).some((p) => p.id === id);
+      if (mine && !(await this.hasOtherWayIn(user, { passkey: true }))) {
+        throw new AppError(409, 'last_login_method', 'This passkey is your only way to log in: set a password or add another passkey first');
+      }
+      await this.passkeys.remove(userId, id);
+      await this.users.advanceEpoch(userId);
+    });
+  }
+
+  /**
+   * Saves a passkey from the browser's response to this session's options. A lifecycle event that
+   * came after the options (or while saving: a claim) leaves no passkey behind: the options carry
+   * the epoch, and the user is read again after the write (see `login` for the order).
+   */
+  async addPasskey(userId: string, sessionHash: string, response: RegistrationResponseJSON, name: string | undefined): Promise<PasskeyView> {
     const user = await this.users.get(userId);
-    const mine = user.oauthAccounts.some((a) => a.provider === provider && a.providerAccountId === providerAccountId);
-    if (!mine) throw new AppError(404, 'not_found', 'No connected account of yours matches');
-    if (!user.passwordHash && user.oauthAccounts.length <= 1 && (await this.passkeys.count(userId)) === 0) {
-      throw new AppError(409, 'last_login_method', 'This is your only way to log in: set a password, add a passkey or connect another account first');
+    const created = await this.passkeys.register(user, sessionHash, response, name);
+    const fresh = await this.users.findById(userId);
+    if (!fresh || epochOf(fresh) !== epochOf(user)) {
+      await this.passkeys.remove(userId, created.id).catch(() => {});
+      throw new AppError(400, 'invalid_passkey', 'The account changed while the passkey was saved: start again');
     }
-    if (!(await this.accounts.unlink(userId, provider, providerAccountId))) throw new AppError(404, 'not_found', 'No connected account of yours matches');
+    return created;
+  }
+
+  /**
+   * Route hook for what adds a lasting way in (CONTRACT 10, step-up): the session must have proved
+   * who it is within `auth.session.freshAge` seconds (a login, or `POST /auth/reauthenticate`), so a
+   * stolen cookie alone cannot add a passkey, TOTP or an identity. Else 403 `reauthentication_required`.
+   * Usage: `onRequest: [auth.authenticate(), auth.requireFresh()]`.
+   */
+  requireFresh(): MiddlewareHandler<AppEnv> {
+    const maxAgeMs = this.config.auth.session.freshAge * 1000;
+    return async (c, next) => {
+      const session = c.get('session');
+      if (!session) throw unauthenticatedError(c);
+      if (Date.now() - (await this.sessions.authenticatedAt(session)) > maxAgeMs) {
+        throw new AppError(403, 'reauthentication_required', 'Confirm it is you first: POST /auth/reauthenticate with your password, a TOTP code or a passkey');
+      }
+      await next();
+    };
   }
 
   /**

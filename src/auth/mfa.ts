@@ -1,98 +1,126 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
-import { deleteCookie, setCookie } from 'hono/cookie';
-import { readCookie } from '../http/cookie.ts';
 import type { Config } from '../config/load.ts';
 import { AppError } from '../http/errors.ts';
 import type { Store } from '../store/store.ts';
+import type { FlowCookies } from './flow-cookies.ts';
 import { sha256hex } from './hash.ts';
+import { giveBack, tooMany } from './rate-limit.ts';
 
 /** The HttpOnly cookie of a login waiting for its second factor (CONTRACT section 10). */
 export const MFA_COOKIE = 'svc_mfa';
 const MFA_TTL = 300;
-/** Wrong codes that end a pending login. */
-const MAX_WRONG = 5;
-/** Wrong codes per user in WINDOW, across pending logins (a password thief cannot restart for more). */
-const MAX_WRONG_PER_USER = 10;
+/** Codes checked per pending login: the fifth wrong one ends it. */
+const MAX_TRIES = 5;
+/** Codes checked per user in WINDOW, across pending logins and routes (a password thief cannot restart for more). */
+const MAX_TRIES_PER_USER = 10;
 const WINDOW = 15 * 60;
 
 /** What the store keeps under `mfa-pending:<sha256hex(cookie value)>`. */
 export interface PendingMfa {
   userId: string;
-  /** The password hash the first step checked: a password changed meanwhile ends the login. */
-  passwordHash: string | null;
+  /** The user's credentials epoch when the first step passed: any lifecycle event since ends the login. */
+  epoch: number;
   provider: string;
   /** OAuth logins: the stored post-login path, given back by `POST /auth/login/totp`. */
   returnTo?: string;
 }
 
+/** One code attempt, counted before the code is checked; `succeeded` gives it back. */
+export interface CodeTry {
+  succeeded(): Promise<void>;
+}
 
 /**
- * Two-step logins: the first step (right password) leaves a pending record bound to the browser by a
- * random HttpOnly cookie, single use, 5 minutes; the second step (a TOTP or recovery code) consumes
- * it. Five wrong codes end it. The cookie value is a bearer secret: only its hash is a store key.
+ * TOTP and recovery codes checked per user: at most 10 in 15 minutes, on every instance together
+ * (CONTRACT section 10), whatever route checks them (the second login step, `DELETE /auth/totp`,
+ * `POST /auth/reauthenticate`). The try is counted with one atomic INCR BEFORE the code is checked,
+ * so parallel requests cannot all pass a check made before any of them was counted; a right code
+ * gives its try back.
+ */
+export class CodeLimit {
+  constructor(
+    private readonly store: Store,
+    private readonly prefix: string,
+  ) {}
+
+  /** Counts one try of `userId`; 429 `too_many_attempts` past the limit (nothing is checked then). */
+  async take(userId: string): Promise<CodeTry> {
+    const key = `${this.prefix}mfa-wrong-user:${userId}`;
+    if ((await this.store.incr(key, WINDOW)) > MAX_TRIES_PER_USER) await tooMany(this.store, key, 'Too many wrong codes; try again later');
+    return { succeeded: () => giveBack(this.store, key) };
+  }
+}
+
+/**
+ * Two-step logins: the first step (right password, an OAuth identity, a passkey without user
+ * verification) leaves a pending record bound to the browser by a random HttpOnly cookie, single
+ * use, 5 minutes; the second step (a TOTP or recovery code) consumes it. The cookie value is a bearer
+ * secret: only its hash is a store key. Five codes checked end it; each is counted before it is checked.
  */
 export class PendingMfaLogins {
   constructor(
     private readonly store: Store,
     private readonly config: Config,
+    private readonly cookies: FlowCookies,
   ) {}
 
   private key(id: string) {
     return `${this.config.auth.store.keyPrefix}mfa-pending:${sha256hex(id)}`;
   }
 
-  private wrongKey(id: string) {
+  private triesKey(id: string) {
     return `${this.config.auth.store.keyPrefix}mfa-wrong:${sha256hex(id)}`;
-  }
-
-  private userKey(userId: string) {
-    return `${this.config.auth.store.keyPrefix}mfa-wrong-user:${userId}`;
-  }
-
-  /** 429 `too_many_attempts` while the user has had too many wrong codes recently. */
-  async checkUser(userId: string): Promise<void> {
-    const key = this.userKey(userId);
-    if (Number(await this.store.get(key)) >= MAX_WRONG_PER_USER) {
-      const retryAfter = Math.max(1, await this.store.ttl(key));
-      throw new AppError(429, 'too_many_attempts', 'Too many wrong codes; try again later', undefined, { 'Retry-After': String(retryAfter) });
-    }
   }
 
   async start(c: Context, pending: PendingMfa): Promise<void> {
     const id = randomBytes(32).toString('base64url');
     await this.store.set(this.key(id), JSON.stringify(pending), { ttl: MFA_TTL });
-    setCookie(c, MFA_COOKIE, id, { httpOnly: true, path: '/', secure: this.config.auth.cookie.secure, sameSite: 'Strict', maxAge: MFA_TTL });
+    this.cookies.set(c, MFA_COOKIE, id, MFA_TTL, 'Strict');
   }
 
   /** The pending login of this browser; 401 `mfa_expired` when there is none (missing, used, expired). */
   async current(c: Context): Promise<PendingMfa> {
-    const id = readCookie(c, MFA_COOKIE);
+    const id = this.cookies.read(c, MFA_COOKIE);
     const raw = id ? await this.store.get(this.key(id)) : null;
     if (!raw) throw expired();
     return JSON.parse(raw) as PendingMfa;
   }
 
-  /** A wrong code: 401 `invalid_code`; the fifth ends the pending login. */
-  async wrong(c: Context, userId: string): Promise<never> {
-    const id = readCookie(c, MFA_COOKIE)!;
-    await this.store.incr(this.userKey(userId), WINDOW);
-    if ((await this.store.incr(this.wrongKey(id), MFA_TTL)) >= MAX_WRONG) {
-      await this.store.del(this.key(id));
-      deleteCookie(c, MFA_COOKIE, { path: '/', secure: this.config.auth.cookie.secure, httpOnly: true });
+  /**
+   * Counts one code for this pending login before it is checked. Past the limit the login ends
+   * unchecked (401 `mfa_expired`). Returns whether this is the last try (a wrong code then ends it).
+   */
+  async countTry(c: Context): Promise<{ last: boolean }> {
+    const id = this.cookies.read(c, MFA_COOKIE)!;
+    const tries = await this.store.incr(this.triesKey(id), MFA_TTL);
+    if (tries > MAX_TRIES) {
+      await this.end(c, id);
+      throw expired();
     }
+    return { last: tries === MAX_TRIES };
+  }
+
+  /** A wrong code: 401 `invalid_code`; the last try ends the pending login. */
+  async wrong(c: Context, { last }: { last: boolean }): Promise<never> {
+    if (last) await this.end(c, this.cookies.read(c, MFA_COOKIE)!);
     throw new AppError(401, 'invalid_code', 'The code is wrong or was already used');
+  }
+
+  private async end(c: Context, id: string): Promise<void> {
+    await this.store.del(this.key(id));
+    this.cookies.clear(c, MFA_COOKIE);
   }
 
   /** Consumes the pending login (single use: of two concurrent completions, one wins). */
   async finish(c: Context): Promise<PendingMfa> {
-    const id = readCookie(c, MFA_COOKIE);
+    const id = this.cookies.read(c, MFA_COOKIE);
     const raw = id ? await this.store.getDel(this.key(id)) : null;
-    deleteCookie(c, MFA_COOKIE, { path: '/', secure: this.config.auth.cookie.secure, httpOnly: true });
+    this.cookies.clear(c, MFA_COOKIE);
     if (!raw) throw expired();
-    await this.store.del(this.wrongKey(id!));
+    await this.store.del(this.triesKey(id!));
     return JSON.parse(raw) as PendingMfa;
   }
 }
 
-const expired = () => new AppError(401, 'mfa_expired', 'The login waiting for a code has expired or was used: log in again');
+export const expired = () => new AppError(401, 'mfa_expired', 'The login waiting for a code has expired or was used: log in again');

@@ -10,14 +10,14 @@
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
-import { deleteCookie, setCookie } from 'hono/cookie';
-import { readCookie } from '../http/cookie.ts';
 import type { Config } from '../config/load.ts';
 import type { Collection, Database } from '../db/index.ts';
 import { DuplicateKeyError } from '../db/index.ts';
 import { AppError } from '../http/errors.ts';
 import type { Store } from '../store/store.ts';
+import type { FlowCookies } from './flow-cookies.ts';
 import { sha256hex } from './hash.ts';
+import { epochOf, type UserDoc } from './users.ts';
 
 /**
  * @simplewebauthn/server with its X.509/ASN.1 stack, loaded on the first passkey request rather than at
@@ -53,6 +53,12 @@ export interface PasskeyView {
   lastUsedAt: string | null;
 }
 
+/** A registration waiting for the browser's response: its challenge and the user's epoch then. */
+interface PendingRegistration {
+  challenge: string;
+  epoch: number;
+}
+
 const view = (d: PasskeyDoc): PasskeyView => ({ id: d._id, name: d.name, createdAt: d.createdAt, lastUsedAt: d.lastUsedAt });
 const refused = (why: string) => new AppError(401, 'invalid_passkey', `The passkey was not accepted: ${why}`);
 
@@ -68,10 +74,11 @@ export class PasskeyService {
     private readonly passkeys: Collection<PasskeyDoc>,
     private readonly store: Store,
     private readonly config: Config,
+    private readonly cookies: FlowCookies,
   ) {}
 
-  static async open(db: Database, store: Store, config: Config): Promise<PasskeyService> {
-    return new PasskeyService(await db.collection<PasskeyDoc>(PASSKEY_COLLECTION, [{ fields: ['credentialId'] }]), store, config);
+  static async open(db: Database, store: Store, config: Config, cookies: FlowCookies): Promise<PasskeyService> {
+    return new PasskeyService(await db.collection<PasskeyDoc>(PASSKEY_COLLECTION, [{ fields: ['credentialId'] }]), store, config, cookies);
   }
 
   private get rp() {
@@ -87,11 +94,19 @@ export class PasskeyService {
   }
 
   async count(userId: string): Promise<number> {
-    return (await this.passkeys.find({ userId })).length;
+    return this.passkeys.count({ userId });
   }
 
-  /** `POST /auth/passkeys/options`: creation options; the challenge waits 5 min for this session. */
-  async registrationOptions(user: { _id: string; email: string; firstname?: string; lastname?: string }, sessionHash: string) {
+  /** Whether the passkey is still registered (a login re-checks after reading its user). */
+  async exists(id: string): Promise<boolean> {
+    return (await this.passkeys.findOne({ _id: id })) !== null;
+  }
+
+  /**
+   * `POST /auth/passkeys/options`: creation options; the challenge waits 5 min for this session,
+   * with the user's credentials epoch (a lifecycle event meanwhile kills it).
+   */
+  async registrationOptions(user: UserDoc, sessionHash: string) {
     const existing = await this.passkeys.find({ userId: user._id });
     const options = await (await webauthn()).generateRegistrationOptions({
       rpName: this.rp.rpName,
@@ -104,14 +119,22 @@ export class PasskeyService {
       // Discoverable: the login needs no email.
       authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
     });
-    await this.store.set(this.key('reg', sessionHash), options.challenge, { ttl: CHALLENGE_TTL });
+    const pending: PendingRegistration = { challenge: options.challenge, epoch: epochOf(user) };
+    await this.store.set(this.key('reg', sessionHash), JSON.stringify(pending), { ttl: CHALLENGE_TTL });
     return options;
   }
 
-  /** `POST /auth/passkeys`: checks the browser's response against this session's challenge (used up). */
-  async register(userId: string, sessionHash: string, response: RegistrationResponseJSON, name: string | undefined): Promise<PasskeyView> {
-    const challenge = await this.store.getDel(this.key('reg', sessionHash));
-    if (!challenge) throw new AppError(400, 'invalid_passkey', 'No registration is pending for this session (ask for options first; they last 5 minutes and work once)');
+  /**
+   * `POST /auth/passkeys`: checks the browser's response against this session's challenge (used up).
+   * `user` is read after the options: an epoch that moved since refuses it (`Auth.addPasskey` re-checks after the write).
+   */
+  async register(user: UserDoc, sessionHash: string, response: RegistrationResponseJSON, name: string | undefined): Promise<PasskeyView> {
+    const userId = user._id;
+    const raw = await this.store.getDel(this.key('reg', sessionHash));
+    const pending = raw?.startsWith('{') ? (JSON.parse(raw) as PendingRegistration) : null;
+    if (!pending) throw new AppError(400, 'invalid_passkey', 'No registration is pending for this session (ask for options first; they last 5 minutes and work once)');
+    if (pending.epoch !== epochOf(user)) throw new AppError(400, 'invalid_passkey', 'The account changed since the options were given (a password, factor or identity changed): ask for options again');
+    const challenge = pending.challenge;
     let verified;
     try {
       verified = await (await webauthn()).verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: this.rp.origins, expectedRPID: this.rp.rpID, requireUserVerification: false });
@@ -163,18 +186,20 @@ export class PasskeyService {
     const options = await (await webauthn()).generateAuthenticationOptions({ rpID: this.rp.rpID, userVerification: 'preferred', allowCredentials: [] });
     const binding = randomBytes(32).toString('base64url');
     await this.store.set(this.key('login', binding), options.challenge, { ttl: CHALLENGE_TTL });
-    setCookie(c, PASSKEY_LOGIN_COOKIE, binding, { httpOnly: true, path: '/', secure: this.config.auth.cookie.secure, sameSite: 'Strict', maxAge: CHALLENGE_TTL });
+    this.cookies.set(c, PASSKEY_LOGIN_COOKIE, binding, CHALLENGE_TTL, 'Strict');
     return options;
   }
 
   /**
-   * `POST /auth/login/passkey`: the user whose passkey signed this browser's challenge (used up, also
-   * on failure). Refused (401 `invalid_passkey`): no or used challenge, unknown credential, wrong origin
-   * or RP id, a bad signature, a counter that went back (a cloned authenticator).
+   * `POST /auth/login/passkey` (and a passkey reauthentication): whose passkey signed this browser's
+   * challenge (used up, also on failure), and whether the authenticator verified the user (UV: a PIN
+   * or biometrics; only then is the passkey a second factor, CONTRACT 11). Refused (401
+   * `invalid_passkey`): no or used challenge, unknown credential, wrong origin or RP id, a bad
+   * signature, a counter that went back (a cloned authenticator).
    */
-  async authenticate(c: Context, response: AuthenticationResponseJSON): Promise<string> {
-    const binding = readCookie(c, PASSKEY_LOGIN_COOKIE);
-    deleteCookie(c, PASSKEY_LOGIN_COOKIE, { path: '/', secure: this.config.auth.cookie.secure, httpOnly: true });
+  async authenticate(c: Context, response: AuthenticationResponseJSON): Promise<{ userId: string; passkeyId: string; userVerified: boolean }> {
+    const binding = this.cookies.read(c, PASSKEY_LOGIN_COOKIE);
+    this.cookies.clear(c, PASSKEY_LOGIN_COOKIE);
     const challenge = binding ? await this.store.getDel(this.key('login', binding)) : null;
     if (!challenge) throw refused('no login is pending in this browser (ask for options first; they last 5 minutes and work once)');
     const doc = await this.passkeys.findOne({ credentialId: response.id });
@@ -187,14 +212,17 @@ export class PasskeyService {
         expectedOrigin: this.rp.origins,
         expectedRPID: this.rp.rpID,
         credential: { id: doc.credentialId, publicKey: new Uint8Array(Buffer.from(doc.publicKey, 'base64url')), counter: doc.counter, transports: doc.transports as never },
+        // Not required here: a passkey without user verification is still one factor; the caller
+        // reads `userVerified` to decide whether it is also the second (CONTRACT 11).
         requireUserVerification: false,
       });
     } catch (err) {
       throw refused((err as Error).message);
     }
     if (!result.verified) throw refused('the signature did not verify');
-    const { newCounter, credentialBackedUp } = result.authenticationInfo;
-    await this.passkeys.updateOne({ _id: doc._id }, { $set: { counter: newCounter, backedUp: credentialBackedUp, lastUsedAt: new Date().toISOString() } });
-    return doc.userId;
+    const { newCounter, credentialBackedUp, userVerified } = result.authenticationInfo;
+    const used = await this.passkeys.updateOne({ _id: doc._id }, { $set: { counter: newCounter, backedUp: credentialBackedUp, lastUsedAt: new Date().toISOString() } });
+    if (!used) throw refused('this passkey was removed');
+    return { userId: doc.userId, passkeyId: doc._id, userVerified };
   }
 }

@@ -61,9 +61,8 @@ export class LoginRateLimit {
     return { pair: `${this.prefix}login-fail:${who}:${subject}`, ip: `${this.prefix}login-fail-ip:${subject}` };
   }
 
-  private async refuse(key: string): Promise<never> {
-    const retryAfter = Math.max(1, await this.store.ttl(key));
-    throw new AppError(429, 'too_many_attempts', 'Too many failed logins; try again later', undefined, { 'Retry-After': String(retryAfter) });
+  private refuse(key: string): Promise<never> {
+    return tooMany(this.store, key, 'Too many failed logins; try again later');
   }
 
   /**
@@ -90,8 +89,18 @@ export class LoginRateLimit {
     await this.giveBack(keys.ip);
   }
 
-  /** Takes one attempt back; a counter back at zero is removed rather than left in the store. */
-  private async giveBack(key: string): Promise<void> {
-    if ((await this.store.decr(key)) <= 0) await this.store.del(key);
+  private giveBack(key: string): Promise<void> {
+    return giveBack(this.store, key);
   }
+}
+
+/** Takes one attempt back; a counter back at zero is removed rather than left in the store. */
+export async function giveBack(store: Store, key: string): Promise<void> {
+  if ((await store.decr(key)) <= 0) await store.del(key);
+}
+
+/** 429 `too_many_attempts` with `Retry-After` = what is left of the counter's window. */
+export async function tooMany(store: Store, key: string, message: string): Promise<never> {
+  const retryAfter = Math.max(1, await store.ttl(key));
+  throw new AppError(429, 'too_many_attempts', message, undefined, { 'Retry-After': String(retryAfter) });
 }

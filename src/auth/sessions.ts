@@ -147,6 +147,22 @@ export class SessionService {
     return `${this.prefix}session-seen:${hash}`;
   }
 
+  /** When the session last proved who it is (`POST /auth/reauthenticate`): beside the record, so it never races a rewrite of it. */
+  private authKey(hash: string) {
+    return `${this.prefix}session-auth:${hash}`;
+  }
+
+  /** Epoch ms of the session's last proof of who it is: a reauthentication, else its login. One store read (step-up routes only). */
+  async authenticatedAt(session: Session): Promise<number> {
+    const at = Number(await this.store.get(this.authKey(session.hash)));
+    return Math.max(at || 0, session.createdAt);
+  }
+
+  /** The session proved who it is again, now (step-up). */
+  async markAuthenticated(hash: string): Promise<void> {
+    await this.store.set(this.authKey(hash), String(this.now()), { ttl: this.lifetime });
+  }
+
   /** Where the session was created (`SessionOrigin`): beside the record, whose shape CONTRACT fixes. */
   private originKey(hash: string) {
     return `${this.prefix}session-origin:${hash}`;
@@ -222,6 +238,7 @@ export class SessionService {
       this.seen.forget(hash);
       await this.store.del(this.seenKey(hash));
       await this.store.del(this.originKey(hash));
+      await this.store.del(this.authKey(hash));
     }
     for (const listener of this.endListeners) await listener(hashes);
   }

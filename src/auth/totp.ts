@@ -1,13 +1,15 @@
-import { createHash, randomInt } from 'node:crypto';
+import { createHash, createHmac, randomInt } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { AppError } from '../http/errors.ts';
 import type { SecretBox } from './oauth/secrets.ts';
-import type { UserDoc, UserService } from './users.ts';
+import { atEpoch, epochOf, type UserDoc, type UserService } from './users.ts';
 
 /**
  * A user's second factor, in the user document (`totp`). Secrets are sealed with
- * `SVC_SECRET_ENCRYPTION_KEY` like OAuth client secrets; recovery codes are kept as SHA-256 hashes
- * (each has 50 random bits: a fast hash is enough, unlike passwords).
+ * `SVC_SECRET_ENCRYPTION_KEY` like OAuth client secrets. Recovery codes are kept as HMAC-SHA256
+ * keyed with the user's own TOTP secret (`h1:` prefix): a database dump without the encryption key
+ * cannot test guesses of their ~50 bits offline, and without the key the secret itself is exposed,
+ * which gives away more than the codes. Bare SHA-256 hex values of older versions still work once.
  */
 export interface TotpState {
   /** The confirmed secret (sealed): TOTP is on. */
@@ -16,7 +18,7 @@ export interface TotpState {
   pending?: string;
   /** The last time step accepted: a code is good once (replays within its window are refused). */
   lastStep?: number;
-  /** SHA-256 hex of the unused recovery codes. */
+  /** Keyed hashes of the unused recovery codes. */
   recoveryCodes?: string[];
 }
 
@@ -27,7 +29,11 @@ const ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
 
 export const totpEnabled = (user: UserDoc) => Boolean(user.totp?.secret);
 
-const hashCode = (code: string) => createHash('sha256').update(code.toLowerCase().replace(/[^a-z0-9]/g, '')).digest('hex');
+const normalized = (code: string) => code.toLowerCase().replace(/[^a-z0-9]/g, '');
+/** A recovery code's stored form: keyed with the (opened) TOTP secret. */
+const hashCode = (secret: string, code: string) => `h1:${createHmac('sha256', secret).update(normalized(code)).digest('hex')}`;
+/** The stored form of versions before 0.3: a bare SHA-256. */
+const legacyHash = (code: string) => createHash('sha256').update(normalized(code)).digest('hex');
 
 function recoveryCode(): string {
   const chars = Array.from({ length: 10 }, () => ALPHABET[randomInt(ALPHABET.length)]).join('');
@@ -50,7 +56,10 @@ export class TotpService {
   async enroll(user: UserDoc): Promise<{ otpauthUri: string; qrCode: string }> {
     if (totpEnabled(user)) throw new AppError(409, 'totp_enabled', 'Two-factor authentication is already on; turn it off first');
     const secret = new Secret({ size: 20 });
-    await this.users.users.updateOne({ _id: user._id }, { $set: { 'totp.pending': this.secrets.seal(secret.base32) } });
+    // Only while no lifecycle event (a claim, a reset) came between reading the user and this write.
+    if (!(await this.users.users.updateOne(atEpoch(user._id, epochOf(user)), { $set: { 'totp.pending': this.secrets.seal(secret.base32) } }))) {
+      throw new AppError(409, 'account_changed', 'The account changed meanwhile: start again');
+    }
     const otpauthUri = new TOTP({ issuer: this.issuer, label: user.email, secret, period: PERIOD, digits: 6, algorithm: 'SHA1' }).toString();
     // Loaded on the first enrolment, not at start-up: most processes never draw a QR code.
     const { default: QRCode } = await import('qrcode');
@@ -65,9 +74,11 @@ export class TotpService {
     const step = this.matchingStep(this.totp(user, pending), code);
     if (step === null) throw new AppError(400, 'invalid_code', 'The code is wrong or expired');
     const codes = Array.from({ length: RECOVERY_CODES }, recoveryCode);
+    const opened = this.secrets.open(pending);
+    // TOTP on is a lifecycle event: the epoch moves with it (second steps and challenges started before die).
     const done = await this.users.users.updateOne(
-      { _id: user._id, 'totp.pending': pending },
-      { $set: { totp: { secret: pending, lastStep: step, recoveryCodes: codes.map(hashCode) } } },
+      { ...atEpoch(user._id, epochOf(user)), 'totp.pending': pending },
+      { $set: { totp: { secret: pending, lastStep: step, recoveryCodes: codes.map((c) => hashCode(opened, c)) }, updatedAt: new Date().toISOString() }, $inc: { epoch: 1 } },
     );
     if (!done) throw new AppError(409, 'totp_not_enrolled', 'The enrolment changed meanwhile: start again');
     return codes;
@@ -76,8 +87,11 @@ export class TotpService {
   /** The time step a code belongs to (now, or one step either side for clock drift), or null. */
   private matchingStep(totp: TOTP, code: string): number | null {
     if (!/^\d{6}$/.test(code)) return null;
-    const delta = totp.validate({ token: code, window: 1 });
-    return delta === null ? null : Math.floor(Date.now() / 1000 / PERIOD) + delta;
+    // One reading of the clock for both the check and the step it names (a step boundary between
+    // two readings would record the wrong step).
+    const timestamp = Date.now();
+    const delta = totp.validate({ token: code, window: 1, timestamp });
+    return delta === null ? null : Math.floor(timestamp / 1000 / PERIOD) + delta;
   }
 
   /**
@@ -94,12 +108,15 @@ export class TotpService {
 
   /** A recovery code, good once (removed atomically). */
   async useRecoveryCode(user: UserDoc, code: string): Promise<boolean> {
-    const hash = hashCode(code);
-    if (!user.totp?.recoveryCodes?.includes(hash)) return false;
+    if (!user.totp?.secret) return false;
+    const stored = user.totp.recoveryCodes ?? [];
+    const hash = [hashCode(this.secrets.open(user.totp.secret), code), legacyHash(code)].find((h) => stored.includes(h));
+    if (!hash) return false;
     return (await this.users.users.updateOne({ _id: user._id, 'totp.recoveryCodes': hash }, { $pull: { 'totp.recoveryCodes': hash } })) !== null;
   }
 
+  /** TOTP off: a lifecycle event (the epoch moves with it). */
   async disable(user: UserDoc): Promise<void> {
-    await this.users.users.updateOne({ _id: user._id }, { $unset: { totp: true } });
+    await this.users.advanceEpoch(user._id, { $unset: { totp: true } });
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Collection, Database } from '../db/index.ts';
+import type { Collection, Database, Update } from '../db/index.ts';
 import { AppError, notFound } from '../http/errors.ts';
 import { dummyHash, hashPassword, needsRehash, verifyPassword } from './passwords.ts';
 import type { TotpState } from './totp.ts';
@@ -26,6 +26,13 @@ export interface UserDoc {
   /** Absent on users made before 0.2.1: see `ownsEmail`. */
   createdVia?: CreatedVia;
   passwordHash?: string;
+  /**
+   * The credentials epoch (DESIGN "Every way in has one lifecycle"): every lifecycle event (claim,
+   * password change or reset, TOTP on/off, a passkey or identity removed, logout-all, demotion,
+   * deletion) moves it, and every half-finished record (a second step, a pending link, a link flow,
+   * a passkey challenge) carries the value it started with: an old epoch is dead. Absent: 0.
+   */
+  epoch?: number;
   /** Second factor (never in responses). */
   totp?: TotpState;
   tags: string[];
@@ -56,6 +63,15 @@ export interface PublicUser {
 }
 
 export const isAdmin = (user: UserDoc) => user.tags.includes(ADMIN_TAG);
+
+/** The ways in kept in the user document itself, removed by a claim (`Auth.claim`). */
+export const WAYS_IN_IN_DOC = { passwordHash: true, totp: true } as const;
+
+/** The user's credentials epoch (`UserDoc.epoch`). */
+export const epochOf = (user: Pick<UserDoc, 'epoch'>) => user.epoch ?? 0;
+
+/** A filter matching the user only while its epoch is still `epoch` (absent counts as 0). */
+export const atEpoch = (id: string, epoch: number) => (epoch === 0 ? { _id: id, epoch: { $exists: false } } : { _id: id, epoch });
 
 /**
  * Whether the account is known to belong to the owner of its email (CONTRACT section 5, linking):
@@ -172,10 +188,21 @@ export class UserService {
     if (patch.password !== undefined) $set.passwordHash = await hashPassword(patch.password);
     const update = {
       $set,
+      ...(patch.password !== undefined ? { $inc: { epoch: 1 } } : {}),
       ...(patch.isAdmin === true ? { $addToSet: { tags: ADMIN_TAG } } : {}),
       ...(patch.isAdmin === false ? { $pull: { tags: ADMIN_TAG } } : {}),
     };
     const user = await this.users.updateOne({ _id: id }, update);
+    if (!user) throw notFound('No user with this id');
+    return user;
+  }
+
+  /**
+   * A lifecycle event: moves the credentials epoch, together with `update` in the same atomic write,
+   * so every pending record started before it dies. Returns the user after it; 404 when gone.
+   */
+  async advanceEpoch(id: string, update: Omit<Update, '$inc'> = {}): Promise<UserDoc> {
+    const user = await this.users.updateOne({ _id: id }, { ...update, $inc: { epoch: 1 }, $set: { ...update.$set, updatedAt: new Date().toISOString() } });
     if (!user) throw notFound('No user with this id');
     return user;
   }
@@ -211,7 +238,7 @@ export class UserService {
    * demotions of the last two admins can both be restored (both refused), never both kept.
    */
   async demote(id: string): Promise<UserDoc> {
-    const user = await this.users.updateOne({ _id: id }, { $pull: { tags: ADMIN_TAG }, $set: { updatedAt: new Date().toISOString() } });
+    const user = await this.users.updateOne({ _id: id }, { $pull: { tags: ADMIN_TAG }, $inc: { epoch: 1 }, $set: { updatedAt: new Date().toISOString() } });
     if (!user) throw notFound('No user with this id');
     if ((await this.countAdmins()) === 0) {
       await this.users.updateOne({ _id: id }, { $addToSet: { tags: ADMIN_TAG } });

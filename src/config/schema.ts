@@ -37,6 +37,8 @@ export const configSchema = v.strictObject({
           localCacheMaxAge: v.optional(positiveSeconds, 10),
           /** With the local cache: seconds between two pushes of a sliding TTL by one instance. */
           touchInterval: v.optional(positiveSeconds, 60),
+          /** Step-up (CONTRACT 10): seconds after a login or reauthentication in which a session may add a way in. */
+          freshAge: v.optional(positiveSeconds, 900),
         }),
         {},
       ),

@@ -2,8 +2,6 @@ import type { OAuth2Tokens } from 'arctic';
 import { generateCodeVerifier, generateState } from 'arctic';
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
-import { deleteCookie, setCookie } from 'hono/cookie';
-import { readCookie } from '../../http/cookie.ts';
 import type { Config } from '../../config/load.ts';
 import { DuplicateKeyError } from '../../db/index.ts';
 import type { AppEnv } from '../../http/env.ts';
@@ -11,7 +9,7 @@ import type { Logger } from '../../logger.ts';
 import type { Stores } from '../../store/index.ts';
 import type { Auth } from '../index.ts';
 import { totpEnabled } from '../totp.ts';
-import { ownsEmail, type UserDoc } from '../users.ts';
+import { epochOf, isAdmin, ownsEmail, type UserDoc } from '../users.ts';
 import type { AccountLinks } from './accounts.ts';
 import { OAuthFlowError, providerClient } from './client.ts';
 import { splitName, type Profile } from './profile.ts';
@@ -49,6 +47,8 @@ interface StateRecord {
   returnTo: string;
   /** Connecting an identity to this signed-in user (CONTRACT 10) rather than logging in. */
   linkUserId?: string;
+  /** That user's credentials epoch when the link flow started: a lifecycle event since ends it. */
+  linkEpoch?: number;
 }
 
 /**
@@ -58,6 +58,8 @@ interface StateRecord {
 export interface PendingLink {
   /** The existing user the identity claims to be; only this user's session may settle it. */
   userId: string;
+  /** That user's credentials epoch when the link was stored: a lifecycle event since ends it. */
+  epoch: number;
   provider: string;
   providerAccountId: string;
   email: string;
@@ -122,11 +124,15 @@ export class OAuthFlow {
   }
 
   private cookie(c: Context, name: string, value: string, maxAge: number, sameSite: 'Strict' | 'Lax') {
-    setCookie(c, name, value, { httpOnly: true, path: '/', secure: this.config.auth.cookie.secure, sameSite, maxAge });
+    this.auth.flowCookies.set(c, name, value, maxAge, sameSite);
   }
 
   private clearCookie(c: Context, name: string) {
-    deleteCookie(c, name, { path: '/', secure: this.config.auth.cookie.secure, httpOnly: true });
+    this.auth.flowCookies.clear(c, name);
+  }
+
+  private readCookie(c: Context, name: string) {
+    return this.auth.flowCookies.read(c, name);
   }
 
   registerLoginHandler(providerId: string, handler: OAuthLoginHandler): void {
@@ -150,7 +156,7 @@ export class OAuthFlow {
    * (`POST /auth/oauth/:provider/link`) the callback connects the identity to that user instead of
    * logging in; the state stays bound to this browser (cookie) and to that user (state record).
    */
-  async start(c: Context, providerId: string, linkUserId?: string): Promise<string> {
+  async start(c: Context, providerId: string, link?: UserDoc): Promise<string> {
     const doc = await this.providers.find(providerId);
     if (!doc?.enabled) throw new OAuthFlowError('provider_not_found', `provider "${providerId}" is not configured or not enabled`);
     const client = providerClient(doc, this.providers.clientSecret(doc), this.providers.issuers);
@@ -165,8 +171,8 @@ export class OAuthFlow {
     } catch (err) {
       throw new OAuthFlowError('server_error', `the provider's authorize URL cannot be built: ${(err as Error).message}`, { cause: err });
     }
-    const returnTo = safeReturnPath(readCookie(c, RETURN_TO_COOKIE));
-    const record: StateRecord = { providerId, codeVerifier, nonce, returnTo, ...(linkUserId ? { linkUserId } : {}) };
+    const returnTo = safeReturnPath(this.readCookie(c, RETURN_TO_COOKIE));
+    const record: StateRecord = { providerId, codeVerifier, nonce, returnTo, ...(link ? { linkUserId: link._id, linkEpoch: epochOf(link) } : {}) };
     await this.stateStore.set(`${this.prefix}oauth-state:${sha256hex(state)}`, JSON.stringify(record), { ttl: STATE_TTL });
     // Lax: the callback is a top-level navigation coming back from the provider's site.
     this.cookie(c, STATE_COOKIE, state, STATE_TTL, 'Lax');
@@ -205,7 +211,7 @@ export class OAuthFlow {
   async callback(c: Context<AppEnv>, providerId: string): Promise<string> {
     const params = await this.callbackParams(c);
     const [state, code, error] = ['state', 'code', 'error'].map((name) => params.get(name) ?? undefined);
-    const bound = readCookie(c, STATE_COOKIE);
+    const bound = this.readCookie(c, STATE_COOKIE);
     this.clearCookie(c, STATE_COOKIE);
     // Consume the state first, whatever happens next: a state is good for one callback only.
     const raw = state ? await this.stateStore.getDel(`${this.prefix}oauth-state:${sha256hex(state)}`) : null;
@@ -233,7 +239,7 @@ export class OAuthFlow {
       throw new OAuthFlowError('userinfo_failed', `user info failed: ${(err as Error).message}`, { cause: err });
     }
     const profile = info.profile;
-    if (record.linkUserId) return this.connect(record.linkUserId, providerId, profile, record.returnTo);
+    if (record.linkUserId) return this.connect(record.linkUserId, record.linkEpoch ?? -1, providerId, profile, record.returnTo);
     const accountId = profile.id ?? profile.email?.toLowerCase();
     if (!accountId) throw new OAuthFlowError('no_email', 'the provider gave no email');
     const identity = { ...profile, emailVerified: emailVerifiedBy(doc, profile) };
@@ -247,7 +253,7 @@ export class OAuthFlow {
       if (totpEnabled(user) && this.config.auth.totp.oauth) {
         // The provider proved one factor; the login page asks for the code (POST /auth/login/totp),
         // which then answers the stored return path. No session, token blob or handler before that.
-        await this.auth.mfa.start(c, { userId: user._id, passwordHash: user.passwordHash ?? null, provider: providerId, returnTo: safeReturnPath(record.returnTo) });
+        await this.auth.mfa.start(c, { userId: user._id, epoch: epochOf(user), provider: providerId, returnTo: safeReturnPath(record.returnTo) });
         return MFA_RETURN_PATH;
       }
       started = await this.auth.login(c, user, providerId, (fresh) => fresh.oauthAccounts.some((a) => a.provider === providerId && a.providerAccountId === accountId));
@@ -296,16 +302,21 @@ export class OAuthFlow {
     if (!profile.email) throw new OAuthFlowError('no_email', 'the provider gave no email');
     const existing = await this.auth.users.findByEmail(profile.email);
     try {
+      if (existing && profile.emailVerified && isAdmin(existing)) {
+        // Never into an administrator by email alone: admins connect identities themselves
+        // (`POST /auth/oauth/:provider/link`), so a provider's word is never an admin's password.
+        throw new OAuthFlowError('account_exists', 'the email belongs to an administrator, who links identities explicitly');
+      }
       if (existing && profile.emailVerified) {
         // step 2: a verified email proves ownership of the existing account
-        if (!ownsEmail(existing)) await this.claim(existing);
+        if (!ownsEmail(existing)) await this.auth.claim(existing);
         if (!(await this.accounts.linkIfFree(existing._id, provider, accountId, profile.email))) throw new DuplicateKeyError('svc__core-oauthaccount');
         return (await this.auth.users.findById(existing._id)) ?? existing;
       }
       if (existing) {
         // step 3: an unverified email must not take over an account; its owner may confirm later,
         // in this browser, while logged in as that user
-        await this.storePendingLink(c, { userId: existing._id, provider, providerAccountId: accountId, email: profile.email, name: profile.name ?? null });
+        await this.storePendingLink(c, { userId: existing._id, epoch: epochOf(existing), provider, providerAccountId: accountId, email: profile.email, name: profile.name ?? null });
         throw new OAuthFlowError('account_exists', 'the email belongs to an existing account and is not verified');
       }
       // step 4: a new user; with an unverified email it can never become a takeover target (step 2)
@@ -323,28 +334,30 @@ export class OAuthFlow {
 
   /**
    * Connects an identity to the user who started the flow, whatever its email says (none needed):
-   * `identity_in_use` when another user holds it. Then it logs in like any linked identity.
+   * `identity_in_use` when another user holds it. A lifecycle event of that user since the flow
+   * started (a claim, logout-all, a reset) ends the flow; one that races the write undoes it.
    */
-  private async connect(userId: string, providerId: string, profile: Profile, returnTo: string): Promise<string> {
+  private async connect(userId: string, epoch: number, providerId: string, profile: Profile, returnTo: string): Promise<string> {
     const accountId = profile.id ?? profile.email?.toLowerCase();
     if (!accountId) throw new OAuthFlowError('userinfo_failed', 'the provider gave no account id');
-    if (!(await this.auth.users.findById(userId))) throw new OAuthFlowError('invalid_state', 'the user who started this link is gone');
-    if (!(await this.accounts.linkIfFree(userId, providerId, accountId, profile.email ?? null))) {
-      throw new OAuthFlowError('identity_in_use', 'this identity belongs to another user');
-    }
+    const user = await this.auth.users.findById(userId);
+    if (!user || epochOf(user) !== epoch) throw new OAuthFlowError('invalid_state', 'the account that started this link changed or is gone');
+    await this.linkAtEpoch(user, providerId, accountId, profile.email ?? null, new OAuthFlowError('identity_in_use', 'this identity belongs to another user'));
     return safeReturnPath(returnTo);
   }
 
   /**
-   * The verified owner of an email takes over a user that was made from an unverified claim of it:
-   * the database first (email verified, identities unlinked), then every session ends, so a login of
-   * an unlinked identity in progress either sees the change or is ended by it (Auth.login).
+   * Links an identity to `user` while its epoch is the one read: the user is read again after the
+   * write, and a lifecycle event in between (whose own removal of identities may have run before
+   * this write) has the link undone. `taken` is thrown when another user holds the identity.
    */
-  private async claim(user: UserDoc): Promise<void> {
-    this.logger.warn({ userId: user._id, unlinked: user.oauthAccounts.map((a) => a.provider) }, 'a verified email claimed a user made from an unverified one: its other identities are unlinked and its sessions end');
-    await this.auth.users.users.updateOne({ _id: user._id }, { $set: { email_verified: true, oauthAccounts: [], updatedAt: new Date().toISOString() } });
-    await this.accounts.unlinkAll(user._id);
-    await this.auth.endAllSessions(user._id);
+  private async linkAtEpoch(user: UserDoc, provider: string, providerAccountId: string, email: string | null, taken: Error): Promise<void> {
+    if (!(await this.accounts.linkIfFree(user._id, provider, providerAccountId, email))) throw taken;
+    const fresh = await this.auth.users.findById(user._id);
+    if (!fresh || epochOf(fresh) !== epochOf(user)) {
+      await this.accounts.unlink(user._id, provider, providerAccountId);
+      throw new OAuthFlowError('invalid_state', 'the account changed while the identity was linked');
+    }
   }
 
   private pendingKey(bindingId: string) {
@@ -359,31 +372,36 @@ export class OAuthFlow {
     this.cookie(c, PENDING_LINK_COOKIE, bindingId, PENDING_LINK_TTL, 'Lax');
   }
 
-  /** The pending link of this browser, when it is for the logged-in user; null otherwise. */
+  /**
+   * The pending link of this browser, when it is for the logged-in user and no lifecycle event of
+   * that user came since it was stored; null otherwise.
+   */
   async pendingLink(c: Context, userId: string): Promise<PendingLink | null> {
-    const bindingId = readCookie(c, PENDING_LINK_COOKIE);
+    const bindingId = this.readCookie(c, PENDING_LINK_COOKIE);
     if (!bindingId) return null;
     const raw = await this.stores.forRole('sessions').get(this.pendingKey(bindingId));
     const pending = raw ? (JSON.parse(raw) as PendingLink) : null;
-    return pending?.userId === userId ? pending : null;
+    if (pending?.userId !== userId) return null;
+    const user = await this.auth.users.findById(userId);
+    return user && epochOf(user) === pending.epoch ? pending : null;
   }
 
   /** Confirms this browser's pending link of the logged-in owner; null when there is none. */
   async confirmLink(c: Context, userId: string): Promise<PendingLink | null> {
     if (!(await this.pendingLink(c, userId))) return null;
-    const raw = await this.stores.forRole('sessions').getDel(this.pendingKey(readCookie(c, PENDING_LINK_COOKIE)!));
+    const raw = await this.stores.forRole('sessions').getDel(this.pendingKey(this.readCookie(c, PENDING_LINK_COOKIE)!));
     this.clearCookie(c, PENDING_LINK_COOKIE);
     if (!raw) return null; // settled by a concurrent request
     const pending = JSON.parse(raw) as PendingLink;
-    if (!(await this.accounts.linkIfFree(userId, pending.provider, pending.providerAccountId, pending.email))) {
-      throw new OAuthFlowError('account_exists', 'this OAuth account is already linked to another user');
-    }
+    const user = await this.auth.users.findById(userId);
+    if (!user || epochOf(user) !== pending.epoch) return null;
+    await this.linkAtEpoch(user, pending.provider, pending.providerAccountId, pending.email, new OAuthFlowError('account_exists', 'this OAuth account is already linked to another user'));
     return pending;
   }
 
   /** Declines (forgets) this browser's pending link of the logged-in owner. */
   async declineLink(c: Context, userId: string): Promise<void> {
-    if (await this.pendingLink(c, userId)) await this.stores.forRole('sessions').del(this.pendingKey(readCookie(c, PENDING_LINK_COOKIE)!));
+    if (await this.pendingLink(c, userId)) await this.stores.forRole('sessions').del(this.pendingKey(this.readCookie(c, PENDING_LINK_COOKIE)!));
     this.clearCookie(c, PENDING_LINK_COOKIE);
   }
 

@@ -12,6 +12,7 @@ import { RedisStore } from '../../src/store/redis.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { LeakScanner } from '../support/leak-scanner.ts';
 import { Browser, startIdp, type Idp } from '../support/oidc.ts';
+import { SoftAuthenticator, type CreationOptions, type RequestOptions } from '../support/webauthn.ts';
 
 const redisUrl = inject('redisUrl');
 
@@ -812,6 +813,122 @@ for (const [storeName, url] of [
         await h.t.instance.stores.forRole('sessions').del(`${h.t.keyPrefix}session:${sid}`);
         expect(await h.t.instance.auth.getProviderTokenBlob('svc__todo', sid)).toBeNull();
         expect(await store.get(key)).toBeNull();
+      });
+    });
+
+    // ---- security round 3 (issue 39): every way in ends together ---------------------------
+
+    describe('issue 39: a claim leaves one way in; pending records die with the epoch', () => {
+      const errorOf = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
+
+      /** An attacker's account made from an unverified claim of `email`, signed in in browser `a`. */
+      async function squat(email: string) {
+        const login = uniq('squatter');
+        idp.setAccount(login, { email, email_verified: false, name: 'Not The Owner' });
+        const a = h.browser();
+        const made = await expectLoggedIn(a, await a.login('acme', { login }));
+        expect(made.user.email_verified).toBe(false);
+        return { a, login, userId: made.userId };
+      }
+
+      /** The verified owner of `email` arrives through another provider: the claim. */
+      async function ownerArrives(email: string) {
+        const login = uniq('owner');
+        idp.setAccount(login, { email, email_verified: true, name: 'The Owner' });
+        const d = h.browser();
+        const res = await d.login('acme-b', { login });
+        return { d, res, login };
+      }
+
+      it('finding 1: a passkey the attacker registered on the unverified account does not log into the claimed one', async () => {
+        const email = `${uniq('erin')}@example.com`;
+        const { a, userId } = await squat(email);
+        const device = new SoftAuthenticator(FRONTEND);
+        const options = (await (await a.fetch('/auth/passkeys/options', { method: 'POST' })).json()) as CreationOptions;
+        expect((await a.fetch('/auth/passkeys', { method: 'POST', json: { response: device.create(options) } })).status).toBe(201);
+
+        const { d, res } = await ownerArrives(email);
+        const owner = await expectLoggedIn(d, res);
+        expect(owner.userId).toBe(userId);
+        expect(((await (await d.fetch('/auth/passkeys')).json()) as { items: unknown[] }).items).toEqual([]);
+
+        const x = h.browser();
+        const request = (await (await x.fetch('/auth/login/passkey/options', { method: 'POST' })).json()) as RequestOptions;
+        const login = await x.fetch('/auth/login/passkey', { method: 'POST', json: { response: device.get(request) } });
+        expect(login.status).toBe(401);
+        expect(await errorOf(login)).toBe('invalid_passkey');
+        expect(x.sessionId).toBeUndefined();
+      });
+
+      it('finding 2: TOTP and a second step left waiting by the attacker: the owner is not held, the waiting step dies', async () => {
+        const email = `${uniq('fay')}@example.com`;
+        const { a, login } = await squat(email);
+        const enrolled = (await (await a.fetch('/auth/totp/enroll', { method: 'POST' })).json()) as { otpauthUri: string };
+        const totp = new TOTP({ secret: Secret.fromBase32(new URL(enrolled.otpauthUri).searchParams.get('secret')!) });
+        const confirmed = await a.fetch('/auth/totp/confirm', { method: 'POST', json: { code: totp.generate() } });
+        const { recoveryCodes } = (await confirmed.json()) as { recoveryCodes: string[] };
+        // A login of the attacker's identity waits at the second step.
+        const w = h.browser();
+        const waiting = await w.login('acme', { login });
+        expect(waiting.headers.get('location')).toBe('/login?mfa=totp');
+
+        // The owner gets straight in: no factor she never set.
+        const { d, res } = await ownerArrives(email);
+        const owner = await expectLoggedIn(d, res);
+        expect(await (await d.fetch('/auth/session')).json()).toMatchObject({ totp: false });
+        expect(owner.user.oauthAccounts).toHaveLength(1);
+
+        // The waiting step with a recovery code or a fresh code: dead.
+        for (const body of [{ recoveryCode: recoveryCodes[0] }, { code: totp.generate({ timestamp: Date.now() + 30_000 }) }]) {
+          const done = await w.fetch('/auth/login/totp', { method: 'POST', json: body });
+          expect(done.status).toBe(401);
+          expect(await errorOf(done)).toBe('mfa_expired');
+        }
+        expect(w.sessionId).toBeUndefined();
+      });
+
+      it('finding 9: a verified provider email never links into an administrator (admins connect identities themselves)', async () => {
+        const admin = await h.t.createUser({ admin: true, email: `${uniq('boss')}@example.com` });
+        const login = uniq('boss-idp');
+        idp.setAccount(login, { email: admin.email, email_verified: true });
+        const b = h.browser();
+        await expectAuthError(b, await b.login('acme', { login }), 'account_exists');
+        const doc = (await (await h.admin.fetch(`/auth/users/${admin.id}`)).json()) as { oauthAccounts: unknown[] };
+        expect(doc.oauthAccounts).toEqual([]);
+      });
+
+      it('finding 3: a pending link dies when the owner changes her password (the epoch moved)', async () => {
+        const owner = await h.t.createUser({ email: `${uniq('gus')}@example.com` });
+        const login = uniq('gus-idp');
+        idp.setAccount(login, { email: owner.email, email_verified: false });
+        const b = h.browser();
+        await expectAuthError(b, await b.login('acme', { login }), 'account_exists');
+        expect((await b.passwordLogin(owner.email, owner.password)).status).toBe(200);
+        expect((await b.fetch('/auth/link/confirm')).status).toBe(200);
+        expect((await b.fetch('/auth/password', { method: 'POST', json: { currentPassword: owner.password, newPassword: 'another long password' } })).status).toBe(204);
+        expect((await b.fetch('/auth/link/confirm')).status).toBe(404);
+        const confirm = await b.fetch('/auth/link/confirm', { method: 'POST' });
+        expect(confirm.status).toBe(404);
+        expect(((await (await b.fetch('/auth/account/providers')).json()) as { items: unknown[] }).items).toEqual([]);
+      });
+
+      it('finding 3: a connect flow started before logout-all fails after it, nothing linked', async () => {
+        const owner = await h.t.createUser({ email: `${uniq('hal')}@example.com` });
+        const b = h.browser();
+        expect((await b.passwordLogin(owner.email, owner.password)).status).toBe(200);
+        const started = await b.fetch('/auth/oauth/acme/link', { method: 'POST' });
+        const { authorizationUrl } = (await started.json()) as { authorizationUrl: string };
+        const other = h.browser();
+        expect((await other.passwordLogin(owner.email, owner.password)).status).toBe(200);
+        expect((await other.fetch('/auth/logout-all', { method: 'POST' })).status).toBe(204);
+
+        const login = uniq('hal-idp');
+        idp.setAccount(login, { email: owner.email, email_verified: true });
+        const res = await b.callback(await b.authorize(new URL(authorizationUrl), { login }));
+        expect(res.headers.get('location')).toBe('/?auth_error=invalid_state');
+        const again = h.browser();
+        expect((await again.passwordLogin(owner.email, owner.password)).status).toBe(200);
+        expect(((await (await again.fetch('/auth/account/providers')).json()) as { items: unknown[] }).items).toEqual([]);
       });
     });
 

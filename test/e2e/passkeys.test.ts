@@ -168,6 +168,24 @@ describe('log in with a passkey', () => {
     expect((await browser.fetch('/auth/session')).status).toBe(200);
   });
 
+  it('issue 39 finding 5: without user verification (a key touched without its PIN) a TOTP user gets the second step, never a session', async () => {
+    const { c, id } = await signedIn();
+    const device = new SoftAuthenticator(FRONTEND);
+    expect((await register(c, device)).status).toBe(201);
+    await t.instance.auth.users.users.updateOne({ _id: id }, { $set: { totp: { secret: 'sealed-secret' } } });
+    const { res, browser } = await passkeyLogin(device, { userVerified: false });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ mfaRequired: true });
+    expect(res.headers.getSetCookie().some((l) => l.startsWith('sid_app='))).toBe(false);
+    expect(browser.cookies.has('svc_mfa')).toBe(true);
+    expect((await browser.fetch('/auth/session')).status).toBe(401);
+    // Without TOTP the passkey alone is one factor, as a password is: a session.
+    await t.instance.auth.users.users.updateOne({ _id: id }, { $unset: { totp: '' } });
+    const plain = await passkeyLogin(device, { userVerified: false });
+    expect(plain.res.status).toBe(200);
+    expect((await plain.browser.fetch('/auth/session')).status).toBe(200);
+  });
+
   it('deleting the user removes their passkeys: the passkey no longer logs in', async () => {
     const { c, id } = await signedIn();
     const device = new SoftAuthenticator(FRONTEND);

@@ -247,6 +247,32 @@ describe('finding 13: optional __Host- cookie name', () => {
     expect((await c.fetch('/auth/session')).status).toBe(200);
   });
 
+  it('issue 39 finding 7: with hostPrefix the flow cookies are __Host- too (svc_mfa, svc_passkey, svc_oauth_rt_csrf), and they work', async () => {
+    const a = await app({ config: { auth: { cookie: { hostPrefix: true } } } });
+    const hostOnly = (res: Response, name: string) => {
+      const [cookie] = setCookies(res, `__Host-${name}`);
+      expect(cookie, name).toBeDefined();
+      expect(cookie!.attrs.has('secure')).toBe(true);
+      expect(cookie!.attrs.get('path')).toBe('/');
+      expect(cookie!.attrs.has('domain')).toBe(false);
+      expect(setCookies(res, name)).toEqual([]);
+    };
+    const c = a.client();
+    hostOnly(await c.fetch('/auth/login/passkey/options', { method: 'POST' }), 'svc_passkey');
+    hostOnly(await c.fetch('/auth/oauth/return-to/csrf'), 'svc_oauth_rt_csrf');
+    // A login waiting for its code: the __Host- cookie carries it; a planted plain svc_mfa does not.
+    const user = await a.createUser();
+    await a.instance.auth.users.users.updateOne({ _id: user.id }, { $set: { totp: { secret: 'sealed' } } });
+    const first = await c.login(user.email, user.password);
+    expect(await first.json()).toEqual({ mfaRequired: true });
+    hostOnly(first, 'svc_mfa');
+    const planted = a.client();
+    planted.cookies.set('svc_mfa', c.cookies.get('__Host-svc_mfa')!);
+    const refused = await planted.fetch('/auth/login/totp', { method: 'POST', json: { code: '123456' } });
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('mfa_expired');
+  });
+
   it('hostPrefix with a domain or without secure stops start-up naming the key', async () => {
     await expect(loadConfig({}, { raw: { auth: { cookie: { hostPrefix: true, domain: 'example.com' } } } })).rejects.toThrow(/auth\.cookie\.hostPrefix: a __Host- cookie needs/);
     await expect(loadConfig({}, { raw: { auth: { cookie: { hostPrefix: true, secure: false } } } })).rejects.toThrow(/auth\.cookie\.hostPrefix: a __Host- cookie needs/);

@@ -71,10 +71,14 @@ export class SoftAuthenticator {
     };
   }
 
-  /** navigator.credentials.get(): an assertion over the challenge; the counter goes up unless told otherwise. */
-  get(options: RequestOptions, tamper: { rpId?: string; challenge?: string; origin?: string; counter?: number } = {}) {
+  /**
+   * navigator.credentials.get(): an assertion over the challenge; the counter goes up unless told
+   * otherwise. `userVerified: false`: a security key touched without its PIN (UP without UV).
+   */
+  get(options: RequestOptions, tamper: { rpId?: string; challenge?: string; origin?: string; counter?: number; userVerified?: boolean } = {}) {
     this.counter = tamper.counter ?? this.counter + 1;
-    const authData = this.authData(tamper.rpId ?? options.rpId!, 0x05);
+    // Flags: user present (0x01), user verified (0x04).
+    const authData = this.authData(tamper.rpId ?? options.rpId!, tamper.userVerified === false ? 0x01 : 0x05);
     const clientDataJSON = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: tamper.challenge ?? options.challenge, origin: tamper.origin ?? this.origin, crossOrigin: false }));
     const signature = sign('sha256', Buffer.concat([authData, sha256(clientDataJSON)]), this.key.privateKey);
     return {

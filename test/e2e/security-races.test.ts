@@ -1,0 +1,317 @@
+// The race harness (issue 39): every counter and single-use record fired in parallel against REAL
+// Redis with TWO instances of svc sharing one store and one database, as a deployment behind a load
+// balancer has them. The embedded store answers within one turn of the event loop and hides every one
+// of these races, so this suite runs only on Redis (and says so loudly when there is none).
+//
+// Each test asserts the rule a user can see: how many requests got past a limit, how many got the one
+// thing a single-use record gives, which sessions are alive after a lifecycle event they raced.
+
+import { randomUUID } from 'node:crypto';
+import { Secret, TOTP } from 'otpauth';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { EmbeddedDatabase } from '../../src/db/embedded.ts';
+import { createTestApp, type TestApp } from '../support/app.ts';
+import { sleep } from '../support/auth.ts';
+import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
+import { SoftAuthenticator, type CreationOptions, type RequestOptions } from '../support/webauthn.ts';
+
+const redisUrl = inject('redisUrl');
+const FRONTEND = 'http://localhost:5173';
+const COOKIE = 'sid_app';
+
+if (!redisUrl) console.warn('\n*** security-races: SKIPPED, no Redis: these races only show against a real Redis ***\n');
+
+let lastOctets = 0;
+/** A client address of its own per browser (the instances trust one proxy hop), so the per-IP login limit of one test does not spill into the next. */
+const nextIp = () => `10.${(++lastOctets >> 16) & 255}.${(lastOctets >> 8) & 255}.${lastOctets & 255}`;
+
+/** A browser whose requests may go to either instance: one cookie jar, `via` picks the instance. */
+class Jar {
+  readonly cookies = new Map<string, string>();
+
+  constructor(readonly ip = nextIp()) {}
+
+  async fetch(via: TestApp, path: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
+    const headers = new Headers(init.headers);
+    if (this.cookies.size) headers.set('cookie', [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '));
+    headers.set('x-forwarded-for', this.ip);
+    let body = init.body;
+    if (init.json !== undefined) {
+      headers.set('content-type', 'application/json');
+      body = JSON.stringify(init.json);
+    }
+    const { json: _json, ...rest } = init;
+    const res = await via.fetch(path, { ...rest, headers, body });
+    for (const line of res.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const eq = pair!.indexOf('=');
+      const name = pair!.slice(0, eq).trim();
+      const value = pair!.slice(eq + 1);
+      if (/max-age=0/i.test(line) || value === '') this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    return res;
+  }
+
+  /** A copy of this browser's cookies (the same browser sending many requests at once). */
+  clone(): Jar {
+    const copy = new Jar(this.ip);
+    for (const [k, v] of this.cookies) copy.cookies.set(k, v);
+    return copy;
+  }
+}
+
+const codeOf = async (res: Response) => (res.status >= 400 ? ((await res.json()) as { error: { code: string } }).error.code : String(res.status));
+const tally = (codes: string[]) => codes.reduce<Record<string, number>>((acc, c) => ({ ...acc, [c]: (acc[c] ?? 0) + 1 }), {});
+
+describe.skipIf(!redisUrl)('races on real Redis with two instances', () => {
+  let A: TestApp;
+  let B: TestApp;
+  let idp: FakeProvider;
+  const on = (i: number) => (i % 2 === 0 ? A : B);
+
+  beforeAll(async () => {
+    const db = EmbeddedDatabase.inMemory();
+    const config = { auth: { store: { keyPrefix: `svctest:${randomUUID().slice(0, 8)}:auth:` } }, server: { trustProxy: 1 } };
+    const env = { SVC_FRONTEND_URLS: FRONTEND, SVC_SERVER_BASE_URL: 'http://localhost:3000', SVC_SECRET_ENCRYPTION_KEY: 'races-key' };
+    A = await createTestApp({ redisUrl, db, config, env });
+    B = await createTestApp({ redisUrl, db, config, env });
+    idp = await startFakeProvider({ token: '/token', userInfo: '/userinfo' });
+    await A.instance.auth.providers.create({
+      providerId: 'racy',
+      type: 'custom',
+      clientId: 'svc',
+      clientSecret: 'racy-secret',
+      enabled: true,
+      config: { authorizationEndpoint: `${idp.baseURL}/authorize`, tokenEndpoint: `${idp.baseURL}/token`, userInfoEndpoint: `${idp.baseURL}/userinfo`, pkce: true },
+    } as never);
+  });
+  afterAll(async () => {
+    await idp?.close();
+    await A?.close();
+    await B?.close();
+  });
+
+  async function signedIn(via: TestApp, user: { email: string; password: string }): Promise<Jar> {
+    const jar = new Jar();
+    const res = await jar.fetch(via, '/auth/login', { method: 'POST', json: { email: user.email, password: user.password } });
+    expect(res.status).toBe(200);
+    return jar;
+  }
+
+  async function withTotp(user: { email: string; password: string }) {
+    const jar = await signedIn(A, user);
+    const { otpauthUri } = (await (await jar.fetch(A, '/auth/totp/enroll', { method: 'POST' })).json()) as { otpauthUri: string };
+    const totp = new TOTP({ secret: Secret.fromBase32(new URL(otpauthUri).searchParams.get('secret')!) });
+    const confirmed = await jar.fetch(B, '/auth/totp/confirm', { method: 'POST', json: { code: totp.generate() } });
+    const { recoveryCodes } = (await confirmed.json()) as { recoveryCodes: string[] };
+    return { jar, totp, recoveryCodes };
+  }
+
+  /** A login waiting for its second step, in a browser of its own. */
+  async function pendingLogin(user: { email: string; password: string }, via = A): Promise<Jar> {
+    const jar = new Jar();
+    const res = await jar.fetch(via, '/auth/login', { method: 'POST', json: { email: user.email, password: user.password } });
+    expect(await res.json()).toEqual({ mfaRequired: true });
+    return jar;
+  }
+
+  /** A wrong 6-digit code: none of the codes the window accepts now. */
+  const wrongCode = (totp: TOTP) => {
+    const good = new Set([-30_000, 0, 30_000].map((d) => totp.generate({ timestamp: Date.now() + d })));
+    for (let n = 0; ; n++) if (!good.has(String(n).padStart(6, '0'))) return String(n).padStart(6, '0');
+  };
+
+  /** An OAuth callback for a flow started in `jar` on `via`, delivered with `code`. */
+  async function oauthStart(jar: Jar, via: TestApp, path = '/auth/oauth/racy'): Promise<string> {
+    const res = await jar.fetch(via, path, path.endsWith('/link') ? { method: 'POST' } : {});
+    const url = res.status === 200 ? ((await res.json()) as { authorizationUrl: string }).authorizationUrl : res.headers.get('location')!;
+    expect(url, 'the authorize URL').toMatch(/^http/);
+    return new URL(url).searchParams.get('state')!;
+  }
+  const callback = (jar: Jar, via: TestApp, state: string) => jar.fetch(via, `/auth/oauth/racy/callback?state=${encodeURIComponent(state)}&code=${randomUUID()}`);
+
+  it('login limit: 40 parallel wrong passwords for one email over both instances: at most 5 reach the password check', async () => {
+    const user = await A.createUser();
+    const ip = nextIp();
+    const codes = await Promise.all(Array.from({ length: 40 }, (_, i) => new Jar(ip).fetch(on(i), '/auth/login', { method: 'POST', json: { email: user.email, password: `wrong ${i}` } }).then(codeOf)));
+    const counts = tally(codes);
+    expect(counts.invalid_credentials ?? 0, JSON.stringify(counts)).toBeLessThanOrEqual(5);
+    expect(counts.too_many_attempts ?? 0).toBeGreaterThanOrEqual(35);
+  });
+
+  it('TOTP, one pending login: 40 parallel wrong codes over both instances: at most 5 checked', async () => {
+    const user = await A.createUser();
+    const { totp } = await withTotp(user);
+    const pending = await pendingLogin(user);
+    const codes = await Promise.all(Array.from({ length: 40 }, (_, i) => pending.clone().fetch(on(i), '/auth/login/totp', { method: 'POST', json: { code: wrongCode(totp) } }).then(codeOf)));
+    const counts = tally(codes);
+    expect(counts.invalid_code ?? 0, JSON.stringify(counts)).toBeLessThanOrEqual(5);
+    expect((counts.invalid_code ?? 0) + (counts.mfa_expired ?? 0) + (counts.too_many_attempts ?? 0)).toBe(40);
+    // The pending login is over: even the right code no longer completes it.
+    expect(await codeOf(await pending.fetch(A, '/auth/login/totp', { method: 'POST', json: { code: totp.generate() } }))).toBe('mfa_expired');
+  });
+
+  it('TOTP, one user: 12 pending logins x 4 parallel wrong codes: at most 10 checked in all', async () => {
+    const user = await A.createUser();
+    const { totp } = await withTotp(user);
+    const logins = await Promise.all(Array.from({ length: 12 }, (_, i) => pendingLogin(user, on(i))));
+    const codes = await Promise.all(logins.flatMap((jar, i) => Array.from({ length: 4 }, (_, j) => jar.clone().fetch(on(i + j), '/auth/login/totp', { method: 'POST', json: { code: wrongCode(totp) } }).then(codeOf))));
+    const counts = tally(codes);
+    expect(counts.invalid_code ?? 0, JSON.stringify(counts)).toBeLessThanOrEqual(10);
+    expect(counts.too_many_attempts ?? 0).toBeGreaterThan(0);
+  });
+
+  it('DELETE /auth/totp: wrong codes count toward the user\'s limit (20 parallel: at most 10 checked, then 429)', async () => {
+    const user = await A.createUser();
+    const { jar, totp } = await withTotp(user);
+    const codes = await Promise.all(Array.from({ length: 20 }, (_, i) => jar.clone().fetch(on(i), '/auth/totp', { method: 'DELETE', json: { code: wrongCode(totp) } }).then(codeOf)));
+    const counts = tally(codes);
+    expect(counts.invalid_code ?? 0, JSON.stringify(counts)).toBeLessThanOrEqual(10);
+    expect(counts.too_many_attempts ?? 0).toBeGreaterThanOrEqual(10);
+    // The limit now holds the second login step of the same user too.
+    const pending = await pendingLogin(user);
+    expect(await codeOf(await pending.fetch(B, '/auth/login/totp', { method: 'POST', json: { code: totp.generate({ timestamp: Date.now() + 30_000 }) } }))).toBe('too_many_attempts');
+  });
+
+  it('a recovery code works once: 10 pending logins spend the same code in parallel, one session', async () => {
+    const user = await A.createUser();
+    const { recoveryCodes } = await withTotp(user);
+    const logins = await Promise.all(Array.from({ length: 10 }, (_, i) => pendingLogin(user, on(i))));
+    const codes = await Promise.all(logins.map((jar, i) => jar.fetch(on(i + 1), '/auth/login/totp', { method: 'POST', json: { recoveryCode: recoveryCodes[0] } }).then(codeOf)));
+    expect(tally(codes)['200']).toBe(1);
+  });
+
+  it('a passkey login challenge works once: 10 parallel assertions of one challenge, one session', async () => {
+    const user = await A.createUser();
+    const jar = await signedIn(A, user);
+    const device = new SoftAuthenticator(FRONTEND);
+    const creation = (await (await jar.fetch(A, '/auth/passkeys/options', { method: 'POST' })).json()) as CreationOptions;
+    expect((await jar.fetch(B, '/auth/passkeys', { method: 'POST', json: { response: device.create(creation) } })).status).toBe(201);
+    const browser = new Jar();
+    const request = (await (await browser.fetch(A, '/auth/login/passkey/options', { method: 'POST' })).json()) as RequestOptions;
+    const response = device.get(request);
+    const codes = await Promise.all(Array.from({ length: 10 }, (_, i) => browser.clone().fetch(on(i), '/auth/login/passkey', { method: 'POST', json: { response } }).then(codeOf)));
+    expect(tally(codes)['200'], JSON.stringify(tally(codes))).toBe(1);
+  });
+
+  it('a passkey registration challenge works once: 10 parallel registrations of one set of options, one passkey', async () => {
+    const user = await A.createUser();
+    const jar = await signedIn(A, user);
+    const creation = (await (await jar.fetch(A, '/auth/passkeys/options', { method: 'POST' })).json()) as CreationOptions;
+    const codes = await Promise.all(Array.from({ length: 10 }, (_, i) => jar.clone().fetch(on(i), '/auth/passkeys', { method: 'POST', json: { response: new SoftAuthenticator(FRONTEND).create(creation) } }).then(codeOf)));
+    expect(tally(codes)['201']).toBe(1);
+    expect(((await (await jar.fetch(B, '/auth/passkeys')).json()) as { items: unknown[] }).items).toHaveLength(1);
+  });
+
+  it('a single-use asset token: 10 parallel downloads over both instances, one body', async () => {
+    for (const app of [A, B]) app.instance.auth.registerAssetResolver('race:', async () => ({ body: 'the asset', contentType: 'text/plain' }));
+    const user = await A.createUser();
+    const jar = await signedIn(A, user);
+    const { url } = (await (await jar.fetch(A, '/auth/asset-token', { method: 'POST', json: { assetId: 'race:1', mode: 'single' } })).json()) as { url: string };
+    const path = new URL(url, 'http://x').pathname.replace(/^\/api/, '');
+    const codes = await Promise.all(Array.from({ length: 10 }, (_, i) => on(i).fetch(path).then(codeOf)));
+    expect(tally(codes)['200'], JSON.stringify(tally(codes))).toBe(1);
+  });
+
+  it('OAuth state works once: 10 parallel callbacks with one state, one session', async () => {
+    idp.setUserInfo({ sub: uniq('state'), email: `${uniq('state')}@example.com`, email_verified: true });
+    const browser = new Jar();
+    const state = await oauthStart(browser, A);
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => callback(browser.clone(), on(i), state)));
+    const locations = results.map((r) => r.headers.get('location'));
+    expect(locations.filter((l) => l === '/'), JSON.stringify(locations)).toHaveLength(1);
+    expect(locations.filter((l) => l === '/?auth_error=invalid_state')).toHaveLength(9);
+  });
+
+  it('a pending link is settled once: 10 parallel confirmations over both instances, one link', async () => {
+    const owner = await A.createUser();
+    const login = uniq('link');
+    idp.setUserInfo({ sub: login, email: owner.email, email_verified: false });
+    const browser = new Jar();
+    expect((await callback(browser, B, await oauthStart(browser, A))).headers.get('location')).toBe('/?auth_error=account_exists');
+    expect((await browser.fetch(A, '/auth/login', { method: 'POST', json: { email: owner.email, password: owner.password } })).status).toBe(200);
+    const codes = await Promise.all(Array.from({ length: 10 }, (_, i) => browser.clone().fetch(on(i), '/auth/link/confirm', { method: 'POST' }).then(codeOf)));
+    expect(tally(codes)['200'], JSON.stringify(tally(codes))).toBe(1);
+    const linked = (await (await browser.fetch(B, '/auth/account/providers')).json()) as { items: { providerAccountId: string }[] };
+    expect(linked.items.map((i) => i.providerAccountId)).toEqual([login]);
+  });
+
+  it('the last way in: an identity and a passkey removed in parallel never both go (6 rounds)', async () => {
+    for (let round = 0; round < 6; round++) {
+      const user = await A.createUser();
+      const jar = await signedIn(A, user);
+      const device = new SoftAuthenticator(FRONTEND);
+      const creation = (await (await jar.fetch(A, '/auth/passkeys/options', { method: 'POST' })).json()) as CreationOptions;
+      const { id: passkeyId } = (await (await jar.fetch(B, '/auth/passkeys', { method: 'POST', json: { response: device.create(creation) } })).json()) as { id: string };
+      await A.instance.auth.accounts.link(user.id, 'racy', `acct-${round}-${randomUUID()}`);
+      const doc = (await A.instance.auth.users.findById(user.id))!;
+      const [{ providerAccountId }] = doc.oauthAccounts as [{ providerAccountId: string }];
+      await A.instance.auth.users.users.updateOne({ _id: user.id }, { $unset: { passwordHash: '' } });
+      const [unlink, remove] = await Promise.all([
+        jar.clone().fetch(A, `/auth/account/providers/racy/${providerAccountId}`, { method: 'DELETE' }),
+        jar.clone().fetch(B, `/auth/passkeys/${passkeyId}`, { method: 'DELETE' }),
+      ]);
+      expect([unlink.status, remove.status].sort(), `round ${round}`).toEqual([204, 409]);
+      const after = (await A.instance.auth.users.findById(user.id))!;
+      expect(after.oauthAccounts.length + (await A.instance.auth.passkeys.count(user.id)), `round ${round}`).toBe(1);
+    }
+  });
+
+  /**
+   * Two loops of password logins of `user`, one on each instance; `act` runs once three logins
+   * succeeded, and each loop goes on for three more attempts after it. Returns every session id handed out.
+   */
+  async function loginsAround(user: { email: string; password: string }, act: () => Promise<void>): Promise<string[]> {
+    const ids: string[] = [];
+    let acted = false;
+    const loop = async (via: TestApp) => {
+      for (let after = 0; after < 3; ) {
+        const jar = new Jar();
+        const res = await jar.fetch(via, '/auth/login', { method: 'POST', json: { email: user.email, password: user.password } });
+        if (res.status === 200) ids.push(jar.cookies.get(COOKIE)!);
+        if (acted) after++;
+        if (res.status === 429) await sleep(5);
+      }
+    };
+    const loops = [loop(A), loop(B)];
+    while (ids.length < 3) await sleep(5);
+    await act();
+    acted = true;
+    await Promise.all(loops);
+    return ids;
+  }
+  const alive = async (ids: string[], path = '/auth/session') =>
+    (await Promise.all(ids.map(async (id, i) => (await on(i).fetch(path, { headers: { cookie: `${COOKIE}=${id}` } })).status))).filter((s) => s === 200).length;
+
+  it('deletion racing logins on both instances: no session of the deleted user survives (4 rounds)', async () => {
+    for (let round = 0; round < 4; round++) {
+      const user = await A.createUser();
+      const ids = await loginsAround(user, () => A.instance.auth.deleteUser(user.id));
+      expect(await alive(ids), `round ${round}`).toBe(0);
+    }
+  });
+
+  it('a password change racing logins on both instances: no session made with the old password survives', async () => {
+    const user = await A.createUser();
+    const ids = await loginsAround(user, async () => void (await B.instance.auth.updateUser(user.id, { password: 'a brand new password' })));
+    expect(await alive(ids)).toBe(0);
+  });
+
+  it('a demotion racing logins on both instances: no racing session keeps admin rights', async () => {
+    await A.createUser({ admin: true }); // another admin, so the demotion is allowed
+    const user = await A.createUser({ admin: true });
+    const ids = await loginsAround(user, async () => void (await B.instance.auth.updateUser(user.id, { isAdmin: false })));
+    expect(await alive(ids, '/auth/users')).toBe(0);
+  });
+
+  it('a claim racing logins on both instances: no session of the old ways in survives it', async () => {
+    const user = await A.createUser();
+    const ids = await loginsAround(user, async () => A.instance.auth.claim((await A.instance.auth.users.findById(user.id))!));
+    expect(await alive(ids)).toBe(0);
+    const after = (await B.instance.auth.users.findById(user.id))!;
+    expect(after.passwordHash).toBeUndefined();
+  });
+});
+
+const uniq = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;

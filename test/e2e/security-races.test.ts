@@ -10,12 +10,14 @@ import { randomUUID } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
+import { MongoDatabase } from '../../src/db/mongo.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { sleep } from '../support/auth.ts';
 import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
 import { SoftAuthenticator, type CreationOptions, type RequestOptions } from '../support/webauthn.ts';
 
 const redisUrl = inject('redisUrl');
+const mongoUrl = inject('mongoUrl');
 const FRONTEND = 'http://localhost:5173';
 const COOKIE = 'sid_app';
 
@@ -71,11 +73,15 @@ describe.skipIf(!redisUrl)('races on real Redis with two instances', () => {
   const on = (i: number) => (i % 2 === 0 ? A : B);
 
   beforeAll(async () => {
-    const db = EmbeddedDatabase.inMemory();
+    // Each instance its own driver on one MongoDB database (the wire-protocol test server): the real
+    // latency between a check and its write. Without it, one shared embedded database.
+    const dbUrl = mongoUrl ? mongoUrl.replace(/\/[^/?]*(\?|$)/, `/races_${randomUUID().slice(0, 8)}$1`) : null;
+    const shared = EmbeddedDatabase.inMemory();
+    const db = async () => (dbUrl ? MongoDatabase.connect(dbUrl) : shared);
     const config = { auth: { store: { keyPrefix: `svctest:${randomUUID().slice(0, 8)}:auth:` } }, server: { trustProxy: 1 } };
     const env = { SVC_FRONTEND_URLS: FRONTEND, SVC_SERVER_BASE_URL: 'http://localhost:3000', SVC_SECRET_ENCRYPTION_KEY: 'races-key' };
-    A = await createTestApp({ redisUrl, db, config, env });
-    B = await createTestApp({ redisUrl, db, config, env });
+    A = await createTestApp({ redisUrl, db: await db(), config, env });
+    B = await createTestApp({ redisUrl, db: await db(), config, env });
     idp = await startFakeProvider({ token: '/token', userInfo: '/userinfo' });
     await A.instance.auth.providers.create({
       providerId: 'racy',

@@ -1,7 +1,7 @@
 import { createHash, randomInt } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { AppError } from '../http/errors.ts';
-import type { SecretBox } from './oauth/secrets.ts';
+import { sealedRecord, type SecretBox } from './oauth/secrets.ts';
 import type { UserDoc, UserService } from './users.ts';
 
 /**
@@ -43,14 +43,14 @@ export class TotpService {
   ) {}
 
   private totp(user: UserDoc, sealed: string): TOTP {
-    return new TOTP({ issuer: this.issuer, label: user.email, secret: Secret.fromBase32(this.secrets.open(sealed)), period: PERIOD, digits: 6, algorithm: 'SHA1' });
+    return new TOTP({ issuer: this.issuer, label: user.email, secret: Secret.fromBase32(this.secrets.open(sealed, sealedRecord.totp(user._id))), period: PERIOD, digits: 6, algorithm: 'SHA1' });
   }
 
   /** Starts (or restarts) an enrolment: the secret stays pending until a first code confirms it. */
   async enroll(user: UserDoc): Promise<{ otpauthUri: string; qrCode: string }> {
     if (totpEnabled(user)) throw new AppError(409, 'totp_enabled', 'Two-factor authentication is already on; turn it off first');
     const secret = new Secret({ size: 20 });
-    await this.users.users.updateOne({ _id: user._id }, { $set: { 'totp.pending': this.secrets.seal(secret.base32) } });
+    await this.users.users.updateOne({ _id: user._id }, { $set: { 'totp.pending': this.secrets.seal(secret.base32, sealedRecord.totp(user._id)) } });
     const otpauthUri = new TOTP({ issuer: this.issuer, label: user.email, secret, period: PERIOD, digits: 6, algorithm: 'SHA1' }).toString();
     // Loaded on the first enrolment, not at start-up: most processes never draw a QR code.
     const { default: QRCode } = await import('qrcode');

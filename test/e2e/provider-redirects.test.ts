@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { LeakScanner } from '../support/leak-scanner.ts';
+import { loginFailures } from '../support/login-failures.ts';
 import { Browser } from '../support/oidc.ts';
 
 const SVC_BASE = 'http://localhost:3000';
@@ -64,8 +65,8 @@ let provider: Server;
 let t: TestApp;
 let scan: LeakScanner;
 let admin: Browser;
-/** The `reason` of every `OAuth login failed` warning (the test logger is silent). */
-const failures: string[] = [];
+/** The `reason` of every `OAuth login failed` warning. */
+let failures: string[];
 const browser = () => new Browser(scan.wrap(t.fetch), { svcBase: SVC_BASE, cookieName: COOKIE });
 
 beforeAll(async () => {
@@ -88,12 +89,7 @@ beforeAll(async () => {
   scan = new LeakScanner(COOKIE);
   scan.addSecret(CLIENT_SECRET, 'client secret');
   t = await createTestApp();
-  const warn = t.instance.logger.warn.bind(t.instance.logger);
-  t.instance.logger.warn = ((obj: unknown, ...rest: unknown[]) => {
-    const reason = (obj as { reason?: unknown } | null)?.reason;
-    if (typeof reason === 'string') failures.push(reason);
-    return (warn as (...args: unknown[]) => void)(obj, ...rest);
-  }) as typeof t.instance.logger.warn;
+  failures = loginFailures(t.instance);
   admin = browser();
   const adminUser = await t.createUser({ admin: true });
   expect((await admin.passwordLogin(adminUser.email, adminUser.password)).status).toBe(200);

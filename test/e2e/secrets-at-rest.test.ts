@@ -3,27 +3,19 @@
 // sealed before values were bound to their record, is sealed again (bound) at start-up, and keeps
 // working: never used silently as plaintext, never lost.
 
-import { createCipheriv, randomBytes, randomUUID, scryptSync } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, expect, it } from 'vitest';
 import { PROVIDER_COLLECTION } from '../../src/auth/oauth/providers.ts';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { sealedTheOldWay } from '../support/secrets.ts';
 
 const KEY = `at-rest-key-${randomUUID()}`;
 const apps: TestApp[] = [];
 afterAll(async () => {
   for (const a of apps.reverse()) await a.close();
 });
-
-/** A value as svc sealed it before issue 39: `enc:v1:<iv>.<tag>.<data>`, no record binding. */
-function sealedTheOldWay(plain: string): string {
-  const key = scryptSync(KEY, 'svc-secret-encryption-v1', 32);
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-  return `enc:v1:${iv.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}.${data.toString('base64url')}`;
-}
 
 const ENDPOINTS = { authorizationEndpoint: 'https://idp.example.com/authorize', tokenEndpoint: 'https://idp.example.com/token', userInfoEndpoint: 'https://idp.example.com/userinfo' };
 
@@ -46,7 +38,7 @@ it('a key set on existing data: plaintext and unbound secrets are sealed again a
   // And a provider whose secret was sealed under this key before values were bound to their record.
   const docs = await db.collection<{ _id: string; providerId: string; clientSecret?: string }>(PROVIDER_COLLECTION);
   expect((await admin.fetch('/auth/providers', { method: 'POST', json: { providerId: 'beta', type: 'custom', clientId: 'c', config: ENDPOINTS } })).status).toBe(201);
-  await docs.updateOne({ providerId: 'beta' }, { $set: { clientSecret: sealedTheOldWay('old-secret-2') } });
+  await docs.updateOne({ providerId: 'beta' }, { $set: { clientSecret: sealedTheOldWay(KEY, 'old-secret-2') } });
   expect((await docs.findOne({ providerId: 'acme' }))!.clientSecret).toBe('plain-secret-1');
 
   // After: the same database, now with the key.

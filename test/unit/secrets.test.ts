@@ -2,23 +2,14 @@
 // its record (the record id as AAD), values sealed before still readable, and with a key set no
 // plaintext value is ever used silently.
 
-import { createCipheriv, randomBytes, scryptSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SecretBox, SecretError, sealedRecord } from '../../src/auth/oauth/secrets.ts';
+import { sealedTheOldWay } from '../support/secrets.ts';
 
 const PASSPHRASE = 'unit-test-passphrase';
 const box = new SecretBox(PASSPHRASE);
 const ACME = sealedRecord.providerSecret('acme');
 const OTHER = sealedRecord.providerSecret('other');
-
-/** A value as svc sealed it before issue 39: `enc:v1:<iv>.<tag>.<data>`, no AAD. */
-function sealedTheOldWay(plain: string): string {
-  const key = scryptSync(PASSPHRASE, 'svc-secret-encryption-v1', 32);
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-  return `enc:v1:${iv.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}.${data.toString('base64url')}`;
-}
 
 /** `sealed` with its tag (the part before the data) cut to `bytes`. */
 function withTagCut(sealed: string, bytes: number): string {
@@ -43,7 +34,7 @@ describe('SecretBox with a key', () => {
   });
 
   it('a tag cut short is refused, even when its bytes are right (GCM needs all 16)', () => {
-    for (const sealed of [box.seal('client-secret-1', ACME), sealedTheOldWay('client-secret-1')]) {
+    for (const sealed of [box.seal('client-secret-1', ACME), sealedTheOldWay(PASSPHRASE, 'client-secret-1')]) {
       for (const bytes of [4, 8, 12, 15]) expect(() => box.open(withTagCut(sealed, bytes), ACME), `${bytes} bytes`).toThrow(SecretError);
     }
   });
@@ -59,7 +50,7 @@ describe('SecretBox with a key', () => {
   });
 
   it('a value sealed before the record binding still opens, and is due to be sealed again', () => {
-    const old = sealedTheOldWay('client-secret-1');
+    const old = sealedTheOldWay(PASSPHRASE, 'client-secret-1');
     expect(box.open(old, ACME)).toBe('client-secret-1');
     expect(box.needsResealing(old)).toBe(true);
     const resealed = box.reseal(old, ACME);

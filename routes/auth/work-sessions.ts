@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { toPublicWorkSession } from '../../src/auth/work-sessions.ts';
 import { defineRoute } from '../../src/http/route.ts';
-import { idParams, intQuery } from '../../src/http/schemas.ts';
+import { idParams, intQuery, plainRecord } from '../../src/http/schemas.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 
 /**
@@ -30,7 +30,7 @@ function storable(value: unknown): boolean {
 }
 
 const pluginData = v.pipe(
-  v.record(pluginKey, v.unknown()),
+  plainRecord(pluginKey, v.unknown()),
   v.check((data) => Object.keys(data).length > 0, 'needs at least one plugin key'),
   v.check((data: Record<string, unknown>) => storable(data), 'field names inside must not start with $ or contain a dot, and nest at most 32 levels'),
 );

@@ -16,6 +16,7 @@ import { AssetTokens, type AssetResolver } from './assets.ts';
 import { AccountLinks } from './oauth/accounts.ts';
 import { OAuthFlow, type OAuthLoginHandler, type ProviderTokenBlob } from './oauth/flow.ts';
 import { ProviderService } from './oauth/providers.ts';
+import { resealSecretsAtRest } from './reseal.ts';
 import { clientIp } from './client-ip.ts';
 import { LoginRateLimit } from './rate-limit.ts';
 import { WorkSessions } from './work-sessions.ts';
@@ -108,6 +109,7 @@ export class Auth {
     if (!providers.secrets.encrypts) {
       logger.warn('SVC_SECRET_ENCRYPTION_KEY is not set: OAuth client secrets (database) and provider token blobs (store) are kept unencrypted');
     }
+    await resealSecretsAtRest(providers, users, logger);
     const accounts = await AccountLinks.open(db, users);
     const workSessions = await WorkSessions.open(db);
     const passkeys = await PasskeyService.open(db, stores.forRole('sessions'), config, new FlowCookies(config));

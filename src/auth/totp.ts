@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomInt } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { AppError } from '../http/errors.ts';
-import type { SecretBox } from './oauth/secrets.ts';
+import { sealedRecord, type SecretBox } from './oauth/secrets.ts';
 import { atEpoch, epochOf, type UserDoc, type UserService } from './users.ts';
 
 /**
@@ -49,7 +49,7 @@ export class TotpService {
   ) {}
 
   private totp(user: UserDoc, sealed: string): TOTP {
-    return new TOTP({ issuer: this.issuer, label: user.email, secret: Secret.fromBase32(this.secrets.open(sealed)), period: PERIOD, digits: 6, algorithm: 'SHA1' });
+    return new TOTP({ issuer: this.issuer, label: user.email, secret: Secret.fromBase32(this.secrets.open(sealed, sealedRecord.totp(user._id))), period: PERIOD, digits: 6, algorithm: 'SHA1' });
   }
 
   /** Starts (or restarts) an enrolment: the secret stays pending until a first code confirms it. */
@@ -57,7 +57,7 @@ export class TotpService {
     if (totpEnabled(user)) throw new AppError(409, 'totp_enabled', 'Two-factor authentication is already on; turn it off first');
     const secret = new Secret({ size: 20 });
     // Only while no lifecycle event (a claim, a reset) came between reading the user and this write.
-    if (!(await this.users.users.updateOne(atEpoch(user._id, epochOf(user)), { $set: { 'totp.pending': this.secrets.seal(secret.base32) } }))) {
+    if (!(await this.users.users.updateOne(atEpoch(user._id, epochOf(user)), { $set: { 'totp.pending': this.secrets.seal(secret.base32, sealedRecord.totp(user._id)) } }))) {
       throw new AppError(409, 'account_changed', 'The account changed meanwhile: start again');
     }
     const otpauthUri = new TOTP({ issuer: this.issuer, label: user.email, secret, period: PERIOD, digits: 6, algorithm: 'SHA1' }).toString();
@@ -74,7 +74,7 @@ export class TotpService {
     const step = this.matchingStep(this.totp(user, pending), code);
     if (step === null) throw new AppError(400, 'invalid_code', 'The code is wrong or expired');
     const codes = Array.from({ length: RECOVERY_CODES }, recoveryCode);
-    const opened = this.secrets.open(pending);
+    const opened = this.secrets.open(pending, sealedRecord.totp(user._id));
     // TOTP on is a lifecycle event: the epoch moves with it (second steps and challenges started before die).
     const done = await this.users.users.updateOne(
       { ...atEpoch(user._id, epochOf(user)), 'totp.pending': pending },
@@ -110,7 +110,7 @@ export class TotpService {
   async useRecoveryCode(user: UserDoc, code: string): Promise<boolean> {
     if (!user.totp?.secret) return false;
     const stored = user.totp.recoveryCodes ?? [];
-    const hash = [hashCode(this.secrets.open(user.totp.secret), code), legacyHash(code)].find((h) => stored.includes(h));
+    const hash = [hashCode(this.secrets.open(user.totp.secret, sealedRecord.totp(user._id)), code), legacyHash(code)].find((h) => stored.includes(h));
     if (!hash) return false;
     return (await this.users.users.updateOne({ _id: user._id, 'totp.recoveryCodes': hash }, { $pull: { 'totp.recoveryCodes': hash } })) !== null;
   }

@@ -16,9 +16,23 @@ export function routesOf(app: object): RouteDefinition[] {
 
 type JsonSchema = Record<string, unknown>;
 
+/** Guards (`v.custom` schemas, which JSON Schema cannot express) and the schema each is documented as. */
+const documented = new WeakMap<object, unknown>();
+
+/** Documents `guard` as `schema` (see `plainRecord` in schemas.ts). */
+export function documentAs<T extends object>(guard: T, schema: unknown): T {
+  documented.set(guard, schema);
+  return guard;
+}
+
 /** A valibot schema as JSON Schema 2020-12 (OpenAPI 3.1's dialect); transforms are documented by input. */
 function jsonSchema(schema: unknown): JsonSchema {
-  const { $schema: _, ...rest } = toJsonSchema(schema as v.GenericSchema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' }) as JsonSchema;
+  const { $schema: _, ...rest } = toJsonSchema(schema as v.GenericSchema, {
+    target: 'draft-2020-12',
+    typeMode: 'input',
+    errorMode: 'ignore',
+    overrideSchema: ({ valibotSchema }) => (documented.has(valibotSchema) ? jsonSchema(documented.get(valibotSchema)) : undefined),
+  }) as JsonSchema;
   return rest;
 }
 

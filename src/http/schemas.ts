@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { documentAs } from './openapi.ts';
 
 /**
  * An email address: trimmed, lowercased, at most 254 characters. Deliberately lenient about the
@@ -21,3 +22,13 @@ export const intQuery = (fallback: number, min: number, max: number) =>
 
 /** An id path segment. */
 export const idParams = v.object({ id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)) });
+
+/**
+ * `v.record(key, value)` that refuses an array: valibot's record takes `[1,2]` as `{"0":1,"1":2}`.
+ * The guard runs on the raw input, before the record copies it; the OpenAPI document shows the record.
+ */
+export function plainRecord<K extends v.GenericSchema<string, string | number | symbol>, V extends v.GenericSchema>(key: K, value: V) {
+  const record = v.record(key, value);
+  const guard = v.custom<v.InferInput<typeof record>>((input) => !Array.isArray(input), 'must be an object, not an array');
+  return v.pipe(documentAs(guard, record), record);
+}

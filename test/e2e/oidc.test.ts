@@ -17,6 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { startFakeOidc, type FakeOidc, type IdTokenAttack } from '../support/fake-oidc.ts';
 import { LeakScanner } from '../support/leak-scanner.ts';
+import { loginFailures } from '../support/login-failures.ts';
 import { Browser, startIdp, type Idp } from '../support/oidc.ts';
 
 const SVC_BASE = 'http://localhost:3000';
@@ -38,7 +39,7 @@ let t: TestApp;
 let scan: LeakScanner;
 let admin: Browser;
 /** The `reason` of every `OAuth login failed` warning svc logged (which check refused a login). */
-const failures: string[] = [];
+let failures: string[];
 const browser = () => new Browser(scan.wrap(t.fetch), { svcBase: SVC_BASE, cookieName: COOKIE });
 
 beforeAll(async () => {
@@ -53,13 +54,7 @@ beforeAll(async () => {
   scan = new LeakScanner(COOKIE, { tokenSets: [idp.issued.access, idp.issued.refresh, idp.issued.id, fake.issued] });
   for (const [kind, secret] of Object.entries(SECRETS)) scan.addSecret(secret, `client secret (${kind})`);
   t = await createTestApp();
-  // The test logger is silent: keep the failure reasons, which name the check that refused a token.
-  const warn = t.instance.logger.warn.bind(t.instance.logger);
-  t.instance.logger.warn = ((obj: unknown, ...rest: unknown[]) => {
-    const reason = (obj as { reason?: unknown } | null)?.reason;
-    if (typeof reason === 'string') failures.push(reason);
-    return (warn as (...args: unknown[]) => void)(obj, ...rest);
-  }) as typeof t.instance.logger.warn;
+  failures = loginFailures(t.instance);
   scan.watchLogins(t.instance, PROVIDER_IDS);
   admin = browser();
   const adminUser = await t.createUser({ admin: true });

@@ -193,6 +193,19 @@ for (const [name, openDb] of [
         expect(await errorCode(await admin.fetch('/auth/work-sessions', { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } }))).toBe('invalid_json');
       });
 
+      it('pluginData given as an array (not an object of plugin keys) is 400 validation_failed on POST and PATCH, and nothing changes (issue 39)', async () => {
+        const id = (await created({ pluginData: { svc__todo: {} } })).id;
+        for (const pluginData of [[1, 2], [{ svc__todo: {} }], ['svc__todo']]) {
+          for (const res of [await create({ pluginData }), await admin.fetch(`/auth/work-sessions/${id}`, { method: 'PATCH', json: { pluginData } })]) {
+            expect(res.status, JSON.stringify(pluginData)).toBe(400);
+            const body = await res.json();
+            expect(body.error.code).toBe('validation_failed');
+            expect(body.error.details.map((d: { path: string }) => d.path)).toContain('pluginData');
+          }
+        }
+        expect((await (await admin.fetch(`/auth/work-sessions/${id}`)).json()).pluginData).toEqual({ svc__todo: {} });
+      });
+
       it('PATCH and GET ?query refuse bad input with 400 validation_failed naming the field', async () => {
         const id = (await created()).id;
         const cases: [unknown, string][] = [

@@ -14,6 +14,7 @@
 import { CodeChallengeMethod, OAuth2Client, OAuth2Tokens } from 'arctic';
 import * as oauth from 'oauth4webapi';
 import type { ArcticClient, CatalogEntry, ClientOptions, UserInfoSource } from './catalog-types.ts';
+import { providerFetch } from './outbound.ts';
 import { mapUserInfo, type Profile } from './profile.ts';
 
 type Json = Record<string, unknown>;
@@ -126,6 +127,7 @@ async function exchangeWithPostedSecret(tokenEndpoint: string, o: ClientOptions,
   const client: oauth.Client = { client_id: o.clientId };
   const params = oauth.validateAuthResponse(as, client, new URLSearchParams({ code }), oauth.skipStateCheck);
   const res = await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretPost(o.clientSecret), params, o.redirectUri, verifier, {
+    [oauth.customFetch]: providerFetch,
     signal: AbortSignal.timeout(USERINFO_TIMEOUT_MS),
   });
   return new OAuth2Tokens(await oauth.processAuthorizationCodeResponse(as, client, res));
@@ -1020,7 +1022,7 @@ export const catalog: CatalogEntry[] = [
         const callback = params instanceof URLSearchParams ? params : new URLSearchParams();
         const deviceId = callback.get('device_id');
         if (!deviceId) throw new Error('the VK ID callback has no device_id');
-        const res = await fetch('https://id.vk.ru/oauth2/auth', {
+        const res = await providerFetch('https://id.vk.ru/oauth2/auth', {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
           body: new URLSearchParams({

@@ -3,6 +3,7 @@ import { decodeIdToken, OAuth2Client, type OAuth2Tokens } from 'arctic';
 import type { ArcticClient, CatalogEntry } from './catalog-types.ts';
 import { catalogEntry } from './catalog.ts';
 import { oidcClient } from './oidc-client.ts';
+import { asProviderCall, providerFetch, refusedRedirect } from './outbound.ts';
 import { verifyIdToken } from './id-token.ts';
 import type { OidcIssuers } from './oidc-issuers.ts';
 import { mapUserInfo, type Profile } from './profile.ts';
@@ -45,7 +46,7 @@ export interface ProviderClient {
 const USERINFO_TIMEOUT_MS = 10_000;
 
 async function getJson(url: string, headers: Record<string, string>): Promise<Record<string, unknown>> {
-  const res = await fetch(url, { headers: { Accept: 'application/json', ...headers }, signal: AbortSignal.timeout(USERINFO_TIMEOUT_MS) });
+  const res = await providerFetch(url, { headers: { Accept: 'application/json', ...headers }, signal: AbortSignal.timeout(USERINFO_TIMEOUT_MS) });
   if (!res.ok) throw new Error(`user info answered ${res.status}`);
   const json: unknown = await res.json();
   if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error('user info is not a JSON object');
@@ -119,7 +120,7 @@ function builtinClient(doc: ProviderDoc, secret: string, entry: CatalogEntry): P
         const raw = decodeIdToken(tokens.idToken()) as Record<string, unknown>;
         return { raw, profile: (source.map ?? mapUserInfo)(raw) };
       }
-      if (source.kind === 'custom') return source.fetch(tokens, doc.config, fetch);
+      if (source.kind === 'custom') return source.fetch(tokens, doc.config, providerFetch);
       const url = typeof source.url === 'function' ? source.url(doc.config) : source.url;
       const raw = await getJson(url, { Authorization: `${scheme} ${tokens.accessToken()}`, ...source.headers });
       return { raw, profile: (source.map ?? mapUserInfo)(raw) };
@@ -153,5 +154,26 @@ export function providerClient(doc: ProviderDoc, clientSecret: string, issuers: 
     if (!entry) throw new OAuthFlowError('provider_not_found', `no built-in provider "${doc.providerId}"`);
     client = builtinClient(doc, clientSecret, entry);
   }
-  return trustsEmailOf(doc) ? client : withoutVerifiedClaim(client);
+  return withoutRedirects(trustsEmailOf(doc) ? client : withoutVerifiedClaim(client));
+}
+
+/**
+ * Every call of the client runs as a provider call (outbound.ts): no fetch it makes, arctic's
+ * included, follows a redirect. A refused redirect surfaces as itself, so the failed login's log
+ * line names the host it pointed at (arctic would hide it behind "Failed to send request").
+ */
+function withoutRedirects(client: ProviderClient): ProviderClient {
+  const run = async <T>(fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await asProviderCall(fn);
+    } catch (err) {
+      throw refusedRedirect(err) ?? err;
+    }
+  };
+  return {
+    ...client,
+    authorizationUrl: (...args) => run(async () => client.authorizationUrl(...args)),
+    exchange: (...args) => run(() => client.exchange(...args)),
+    userInfo: (tokens) => run(() => client.userInfo(tokens)),
+  };
 }

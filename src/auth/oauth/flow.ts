@@ -15,6 +15,7 @@ import { OAuthFlowError, providerClient } from './client.ts';
 import { splitName, type Profile } from './profile.ts';
 import { emailVerifiedBy, type ProviderDoc, type ProviderService } from './providers.ts';
 import { safeReturnPath } from './return-to.ts';
+import { sealedRecord } from './secrets.ts';
 import { sha256hex } from '../hash.ts';
 
 export const STATE_COOKIE = 'svc_oauth_state';
@@ -426,7 +427,7 @@ export class OAuthFlow {
       await this.deleteBlobsOfSession(sid);
       return null;
     }
-    return JSON.parse(this.providers.secrets.open(raw)) as ProviderTokenBlob;
+    return JSON.parse(this.providers.secrets.open(raw, sealedRecord.tokenBlob(this.tokenKey(namespace, sid)))) as ProviderTokenBlob;
   }
 
   /**
@@ -452,7 +453,7 @@ export class OAuthFlow {
     const ttl = Math.ceil((this.auth.sessions.hardEnd(session) - Date.now()) / 1000);
     if (ttl <= 0) return;
     await this.stores.forRole('sessions').sAdd(this.blobIndexKey(sid), [this.blobIndexMember(namespace, instance)], ttl);
-    await this.tokenStore(instance).set(this.tokenKey(namespace, sid), this.providers.secrets.seal(JSON.stringify(blob)), { ttl });
+    await this.tokenStore(instance).set(this.tokenKey(namespace, sid), this.providers.secrets.seal(JSON.stringify(blob), sealedRecord.tokenBlob(this.tokenKey(namespace, sid))), { ttl });
   }
 
   async deleteTokenBlob(namespace: string, sid: string, instance?: string): Promise<void> {

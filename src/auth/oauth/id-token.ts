@@ -4,14 +4,15 @@
  * and the `nonce` svc sent with the authorize request. Only claims that passed every check are
  * returned, so no claim of a forged or replayed token reaches the account resolution.
  */
-import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, customFetch, jwtVerify, type JWTPayload } from 'jose';
+import { providerFetch } from './outbound.ts';
 
 /** One key set per URL for the process: jose caches the keys and refetches once for an unknown `kid`. */
 const keySets = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
 const keySet = (jwksUri: string) => {
   let set = keySets.get(jwksUri);
   if (!set) {
-    set = createRemoteJWKSet(new URL(jwksUri), { timeoutDuration: 10_000 });
+    set = createRemoteJWKSet(new URL(jwksUri), { timeoutDuration: 10_000, [customFetch]: providerFetch });
     keySets.set(jwksUri, set);
   }
   return set;

@@ -12,8 +12,9 @@
  * - Every URL of the document that svc's server will call must pass the provider URL rule
  *   (`provider-urls.ts`): the admin vetted the issuer, not what the issuer's document points at.
  */
-import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, customFetch, type JWTVerifyGetKey } from 'jose';
 import * as oauth from 'oauth4webapi';
+import { providerFetch } from './outbound.ts';
 import { providerUrlProblem } from './provider-urls.ts';
 
 /** Why an issuer cannot be used; the message is for the admin (it names no secret). */
@@ -60,9 +61,16 @@ export class OidcIssuers {
     this.jwksCooldownMs = opts.jwksCooldownMs ?? 30_000;
   }
 
-  /** oauth4webapi refuses http: unless told; the provider URL rule has already decided that. */
-  requestOptions(url: string): { signal: AbortSignal; [oauth.allowInsecureRequests]?: boolean } {
-    return { signal: AbortSignal.timeout(this.timeoutMs), ...(new URL(url).protocol === 'http:' ? { [oauth.allowInsecureRequests]: true } : {}) };
+  /**
+   * Options of an oauth4webapi request: svc's fetch, which follows no redirect (outbound.ts), and
+   * http: allowed (oauth4webapi refuses it unless told; the provider URL rule has already decided that).
+   */
+  requestOptions(url: string): { signal: AbortSignal; [oauth.customFetch]: typeof fetch; [oauth.allowInsecureRequests]?: boolean } {
+    return {
+      signal: AbortSignal.timeout(this.timeoutMs),
+      [oauth.customFetch]: providerFetch,
+      ...(new URL(url).protocol === 'http:' ? { [oauth.allowInsecureRequests]: true } : {}),
+    };
   }
 
   /**
@@ -114,7 +122,7 @@ export class OidcIssuers {
     } catch (err) {
       throw new IssuerError(`${where} cannot be reached (${reason(err)})`);
     }
-    // oauth4webapi does not follow redirects here: a moved document must be configured where it is.
+    // No redirect is followed (outbound.ts): a moved document must be configured where it is.
     if (res.status !== 200) {
       await res.body?.cancel();
       throw new IssuerError(`${where} answered HTTP ${res.status}, not the discovery document`);
@@ -144,7 +152,12 @@ export class OidcIssuers {
     const jwks =
       previous && previous.metadata.jwks_uri === metadata.jwks_uri
         ? previous.jwks
-        : createRemoteJWKSet(new URL(metadata.jwks_uri!), { timeoutDuration: this.timeoutMs, cacheMaxAge: this.jwksMaxAgeMs, cooldownDuration: this.jwksCooldownMs });
+        : createRemoteJWKSet(new URL(metadata.jwks_uri!), {
+            timeoutDuration: this.timeoutMs,
+            cacheMaxAge: this.jwksMaxAgeMs,
+            cooldownDuration: this.jwksCooldownMs,
+            [customFetch]: providerFetch,
+          });
     const entry: Entry = { metadata, readAt: Date.now(), jwks };
     this.entries.set(issuer, entry);
     return entry;

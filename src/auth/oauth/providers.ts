@@ -9,7 +9,7 @@ import { OIDC_DEFAULT_SCOPES } from './oidc-client.ts';
 import { IssuerError, OidcIssuers } from './oidc-issuers.ts';
 import type { Profile } from './profile.ts';
 import { isHostName, isProviderUrlKey, providerUrlProblem } from './provider-urls.ts';
-import { SecretBox } from './secrets.ts';
+import { SecretBox, sealedRecord } from './secrets.ts';
 
 /** A provider id (`providerId`, the `:provider` and `:id` path segments): kebab-case, at most 64 characters. */
 export const PROVIDER_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
@@ -170,7 +170,22 @@ export class ProviderService {
 
   /** The client secret in clear, for the code exchange only. */
   clientSecret(doc: ProviderDoc): string {
-    return doc.clientSecret ? this.secrets.open(doc.clientSecret) : '';
+    return doc.clientSecret ? this.secrets.open(doc.clientSecret, sealedRecord.providerSecret(doc.providerId)) : '';
+  }
+
+  /**
+   * Seals again every client secret not sealed the current way (plaintext from before the key was
+   * set, or `enc:v1:`); returns their providerIds. Called at start-up (reseal.ts).
+   */
+  async resealClientSecrets(): Promise<string[]> {
+    const done: string[] = [];
+    for (const doc of await this.docs.find({ clientSecret: { $exists: true } })) {
+      if (!doc.clientSecret || !this.secrets.needsResealing(doc.clientSecret)) continue;
+      const sealed = this.secrets.reseal(doc.clientSecret, sealedRecord.providerSecret(doc.providerId));
+      // Only if unchanged meanwhile (another instance starting, an admin's PATCH).
+      if (await this.docs.updateOne({ providerId: doc.providerId, clientSecret: doc.clientSecret }, { $set: { clientSecret: sealed } })) done.push(doc.providerId);
+    }
+    return done;
   }
 
   async create(input: v.InferOutput<typeof createProviderSchema>): Promise<ProviderDoc> {
@@ -205,7 +220,7 @@ export class ProviderService {
       type: input.type,
       label,
       clientId: input.clientId,
-      ...(input.clientSecret ? { clientSecret: this.secrets.seal(input.clientSecret) } : {}),
+      ...(input.clientSecret ? { clientSecret: this.secrets.seal(input.clientSecret, sealedRecord.providerSecret(input.providerId)) } : {}),
       redirectUri: input.redirectUri ?? this.defaultRedirectUri(input.providerId),
       scopes,
       enabled: input.enabled,
@@ -240,7 +255,7 @@ export class ProviderService {
       $set.config = config;
     }
     const update = patch.clientSecret === '' ? { $set, $unset: { clientSecret: true as const } } : { $set };
-    if (patch.clientSecret) $set.clientSecret = this.secrets.seal(patch.clientSecret);
+    if (patch.clientSecret) $set.clientSecret = this.secrets.seal(patch.clientSecret, sealedRecord.providerSecret(providerId));
     const after = await this.docs.updateOne({ providerId }, update);
     if (!after) throw notFound('No provider with this id');
     return withDefaults(after);

@@ -21,6 +21,8 @@ const KILL_GRACE_MS = 500;
 const ABANDON_MS = 400;
 /** A job's output nobody has read for this long, once a cap's worth is waiting, stops being read (the program waits). */
 const UNWATCHED_MS = 1000;
+/** The most one read of a pipe brings (Node's default highWaterMark for pipes). */
+const PIPE_READ_BYTES = 64 * 1024;
 /** The only variables of the service's environment a script sees (plus its own `opts.env`). */
 const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'TZ'] as const;
 /** Input written to one run, in all (CONTRACT section 8). */
@@ -177,8 +179,9 @@ export class Run {
     const out = fn ? this.hook(stream, fn, text) : text;
     if (typeof out !== 'string' || !out || this.failure !== undefined) return;
     this.push(stream, out);
-    // Nobody reads this job's output: stop reading the pipes (the program waits) instead of spending CPU on drops.
-    if (this.lastRead !== undefined && this.keptSinceRead >= this.limits.outputCap && Date.now() - this.lastRead >= UNWATCHED_MS) {
+    // Nobody reads this job's output: stop reading the pipes (the program waits) instead of spending CPU
+    // on drops; one pipe read's worth before the cap, so what is waiting unread is not dropped either.
+    if (this.lastRead !== undefined && this.keptSinceRead + PIPE_READ_BYTES > this.limits.outputCap && Date.now() - this.lastRead >= UNWATCHED_MS) {
       this.paused = true;
       this.child.stdout?.pause();
       this.child.stderr?.pause();

@@ -29,14 +29,48 @@ const LEGACY_PATTERNS: [RegExp, string][] = [
 
 const get = (raw: unknown, ...keys: string[]): unknown => keys.reduce<unknown>((o, k) => (typeof o === 'object' && o !== null ? (o as Record<string, unknown>)[k] : undefined), raw);
 
-function sourceFiles(dir: string, depth = 0): string[] {
+function sourceFiles(dir: string, depth = 0, pattern = /\.(c|m)?[jt]sx?$/): string[] {
   if (depth > 6 || !existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     if (e.name === 'node_modules' || e.name.startsWith('.')) return [];
     const full = path.join(dir, e.name);
-    if (e.isDirectory()) return sourceFiles(full, depth + 1);
-    return /\.(c|m)?[jt]sx?$/.test(e.name) ? [full] : [];
+    if (e.isDirectory()) return sourceFiles(full, depth + 1, pattern);
+    return pattern.test(e.name) ? [full] : [];
   });
+}
+
+/** A free `{}` placeholder: an empty object literal (in code, YAML or JSON). */
+const FREE_PLACEHOLDER = /(^|[[,(:\s-])\{\s*\}/m;
+const ADMIN_ONLY = /\badmin["']?\s*:\s*true\b/;
+
+/**
+ * CLI connector scripts that any user may run although they take a free `{}` value (issue 35 finding
+ * 10). Scripts are registered by code at start-up, so this reads the app's files instead of running
+ * them: each `registerScriptByConfig('alias', {...})` call in plugins/ (its text up to the closing
+ * parenthesis), and each YAML or JSON script file (one with an `exe`). A heuristic: a template built
+ * at run time escapes it.
+ */
+function openScripts(appRoot: string): string[] {
+  const found: string[] = [];
+  for (const file of sourceFiles(path.join(appRoot, 'plugins'))) {
+    const text = readFileSync(file, 'utf8');
+    for (const call of text.matchAll(/registerScriptByConfig\(\s*(['"`])([^'"`]+)\1/g)) {
+      let depth = 0;
+      let end = call.index;
+      for (; end < text.length; end++) {
+        if (text[end] === '(') depth++;
+        else if (text[end] === ')' && --depth === 0) break;
+      }
+      const body = text.slice(call.index + call[0].length, end);
+      if (FREE_PLACEHOLDER.test(body) && !ADMIN_ONLY.test(body)) found.push(`${call[2]} (${path.relative(appRoot, file)})`);
+    }
+  }
+  for (const file of sourceFiles(appRoot, 0, /\.(ya?ml|json)$/)) {
+    const text = readFileSync(file, 'utf8');
+    if (!/(^|["'])exe["']?\s*:/m.test(text) || file.endsWith('package.json') || path.basename(file).startsWith('svc.config')) continue;
+    if (FREE_PLACEHOLDER.test(text) && !ADMIN_ONLY.test(text)) found.push(path.relative(appRoot, file));
+  }
+  return found;
 }
 
 async function reachable(what: 'redis' | 'mongodb', url: string): Promise<string | null> {
@@ -99,7 +133,18 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
   const obsolete = ['SERVER_TOKEN_SECRET', 'SVC_SERVER_TOKEN_SECRET'].filter((k) => env[k] !== undefined);
   add('JWT variables', obsolete.length ? 'fail' : 'ok', obsolete.length ? `${obsolete.join(', ')} still set (0.1.x JWT)` : 'no 0.1.x JWT variables', `remove ${obsolete.join(' and ')}: sessions need no token secret`);
   const frontends = config.env.frontendUrls;
-  add('SVC_FRONTEND_URLS', frontends.length ? 'ok' : 'fail', frontends.length ? frontends.join(', ') : 'not set', 'set SVC_FRONTEND_URLS to the frontend origins (comma-separated), or their logins are 403 csrf_failed');
+  const plain = frontends.filter((u) => u.startsWith('http:'));
+  if (!frontends.length) add('SVC_FRONTEND_URLS', 'fail', 'not set', 'set SVC_FRONTEND_URLS to the frontend origins (comma-separated), or their logins are 403 csrf_failed');
+  else if (production && plain.length) add('SVC_FRONTEND_URLS', 'fail', `${plain.join(', ')} is plain http: in production`, 'serve the frontend over https: and list its https: origin (cookies and CORS credentials over plain HTTP can be read on the way)');
+  else add('SVC_FRONTEND_URLS', 'ok', frontends.join(', '));
+
+  // Issue 35 finding 10: settings that are fine on a laptop and a leak in production.
+  const onlyDev = (name: string, risky: boolean, detail: string, fix: string, fine = 'not set') => add(name, !risky ? 'ok' : production ? 'fail' : 'warn', risky ? `${detail}${production ? ' in production' : ''}` : fine, fix);
+  onlyDev('HIDE_SECRETS', !config.env.hideSecrets, 'HIDE_SECRETS=false: the cache list shows passwords and tokens', 'remove HIDE_SECRETS (secret values stay redacted in the cache list)', 'secret values are redacted in the cache list');
+  onlyDev('SVC_ALLOW_INSECURE_PROVIDER_URLS', config.env.allowInsecureProviderUrls, 'set: OAuth provider URLs may be plain http: to any host', 'remove SVC_ALLOW_INSECURE_PROVIDER_URLS (client secrets and tokens would cross the network in clear text)');
+  onlyDev('SVC_ADMIN_PASSWORD', Boolean(env.SVC_ADMIN_PASSWORD), 'still set', 'remove SVC_ADMIN_PASSWORD from the deployment once the bootstrap admin exists (change that password after the first login)');
+  const open = openScripts(appRoot);
+  onlyDev('CLI scripts', open.length > 0, `${open.join(', ')}: a free {} value without admin: true`, 'mark these scripts admin: true, or give every value an allow, deny or path rule (README "CLI connector")', 'no script in plugins/ or a script file takes a free {} value without admin: true');
   const cacheUrl = config.env.storeUrls.cache;
   add('CACHE_URL', cacheUrl ? 'ok' : 'fail', cacheUrl ? 'Redis configured for sessions' : 'not set: sessions live in the embedded in-memory store of one process', 'set CACHE_URL=redis://host:6379 (Redis 7+)');
   add(

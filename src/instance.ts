@@ -24,4 +24,11 @@ export interface ServerInstance {
   realtime: Realtime;
   on(name: string, listener: EventListener): void;
   emit(name: string, payload: unknown): void;
+  /**
+   * `fn` runs when svc shuts down, before the stores and the database close: stop what you started
+   * (child processes, timers). One that throws is logged; the others still run.
+   */
+  onClose(fn: () => void | Promise<void>): void;
+  /** Runs the `onClose` callbacks (svc's shutdown calls it once). */
+  runCloseCallbacks(): Promise<void>;
 }

@@ -26,7 +26,17 @@ export async function buildInstance(config: Config, logger: Logger, stores: Stor
   const events = createEvents(logger);
   const auth = await Auth.create(config, stores, db, logger);
   const realtime = new Realtime({ config, logger, auth, db, store: stores.forRole('sessions') });
-  return { config, logger, stores, store: stores.instance('cache'), db, auth, realtime, on: events.on, emit: events.emit };
+  const onClose: (() => void | Promise<void>)[] = [];
+  const runCloseCallbacks = async () => {
+    for (const fn of onClose.splice(0)) {
+      try {
+        await fn();
+      } catch (err) {
+        logger.error({ err }, 'a close callback failed');
+      }
+    }
+  };
+  return { config, logger, stores, store: stores.instance('cache'), db, auth, realtime, on: events.on, emit: events.emit, onClose: (fn) => void onClose.push(fn), runCloseCallbacks };
 }
 
 /** Loads the plugins, applies the landing seeds (app files and plugins') and builds the app (start-up and tests alike). */
@@ -82,6 +92,10 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   try {
     instance = await buildInstance(config, log, stores, db);
     await ensureAdmin(instance.auth.users, config, db.kind, log);
+    // The bootstrap admin exists now: its password leaves the process (plugins and the programs they
+    // start see neither the variable nor the config field).
+    delete env.SVC_ADMIN_PASSWORD;
+    delete config.env.adminPassword;
     app = await appWithPlugins(instance);
   } catch (err) {
     await Promise.allSettled([stores.close(), db.close()]);
@@ -160,6 +174,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
       });
     });
   } catch (err) {
+    await instance.runCloseCallbacks();
     await instance.realtime.close();
     await instance.auth.close();
     await Promise.allSettled([stores.close(), db.close()]);
@@ -190,6 +205,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
         });
       });
       await realtimeClosed;
+      await instance.runCloseCallbacks();
       await instance.auth.close();
       await Promise.allSettled([stores.close(), db.close()]);
       log.info('stopped');
@@ -197,10 +213,31 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   return { url, instance, close };
 }
 
+/**
+ * An error nothing caught (a plugin's timer or listener that throws): logged with its stack, then the
+ * process exits non-zero (its state is unknown; a supervisor restarts it). The `exit` handlers run,
+ * so no script the CLI connector started outlives it.
+ */
+function exitOnUncaught(log: () => Logger): void {
+  const die = (kind: string) => (err: unknown) => {
+    try {
+      log().fatal({ err }, `${kind}: the process exits`);
+    } catch {
+      process.stderr.write(`${kind}: ${err instanceof Error ? err.stack : String(err)}\n`);
+    }
+    process.exit(70);
+  };
+  process.on('uncaughtException', die('uncaught exception'));
+  process.on('unhandledRejection', die('unhandled promise rejection'));
+}
+
 export async function main() {
+  let logger: Logger | undefined;
+  exitOnUncaught(() => (logger ??= createLogger('info')));
   let running: RunningServer;
   try {
     running = await startServer();
+    logger = running.instance.logger;
   } catch (err) {
     const message = err instanceof ConfigError ? `configuration error: ${err.message}` : (err as Error).message;
     process.stderr.write(`svc failed to start: ${message}\n`);

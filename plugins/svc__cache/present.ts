@@ -1,4 +1,4 @@
-import { parseStructured, redact, redactJsonText } from './redact.ts';
+import { LOOKS_JSON, parseStructured, redact, redactText } from './redact.ts';
 import type { RawEntry } from './reader.ts';
 import type { CacheEntry } from './schemas.ts';
 
@@ -16,7 +16,7 @@ function cutBytes(text: string, limit: number): string {
 
 /** The JSON form of a collection's contents; with `hide`, members that are JSON are redacted too. */
 function contents(raw: Exclude<RawEntry, { type: 'string' } | { unsupported: true }>, hide: boolean): object {
-  const text = (s: string) => (hide ? redactJsonText(s) : s);
+  const text = (s: string) => (hide ? redactText(s) : s);
   if (raw.type === 'hash') {
     const fields = Object.entries(raw.fields).map(([field, value]): [string, string] => [field, text(value)]);
     const obj = Object.fromEntries(fields);
@@ -27,8 +27,9 @@ function contents(raw: Exclude<RawEntry, { type: 'string' } | { unsupported: tru
 }
 
 /**
- * What `cacheEntry` answers for one key: JSON parsed on the server and, unless secrets are shown,
- * redacted in both `value` (re-serialized) and `valueParsed`; then cut at 16 KiB. A cut value has
+ * What `cacheEntry` answers for one key: JSON parsed on the server (a byte-order mark skipped,
+ * double encoding unwrapped) and, unless secrets are shown, redacted in both `value` (re-serialized)
+ * and `valueParsed`, plain text too (`password=...`, URL passwords); then cut at 16 KiB. A cut value has
  * no `valueParsed` (the structured form would carry the whole value past the transport limit).
  * A string too big to read whole cannot be parsed, so it cannot be redacted: when it looks like
  * JSON and secrets are hidden, its value is withheld rather than sent unredacted.
@@ -41,17 +42,10 @@ export function presentEntry(key: string, raw: RawEntry, hideSecrets: boolean): 
   let parsed: unknown;
   let cut = raw.cut;
   if (raw.type === 'string') {
-    value = raw.text;
-    const looksJson = /^\s*[[{]/.test(raw.text);
-    if (raw.cut && looksJson && hideSecrets) value = '';
-    else if (!raw.cut) {
-      parsed = parseStructured(raw.text);
-      if (parsed !== undefined && hideSecrets) {
-        const r = redact(parsed);
-        parsed = r.value;
-        if (r.changed) value = JSON.stringify(r.value); // untouched JSON keeps its original text
-      }
-    }
+    // Untouched text (JSON or not) keeps its original form; JSON is parsed after redaction.
+    value = hideSecrets ? redactText(raw.text) : raw.text;
+    if (raw.cut && hideSecrets && LOOKS_JSON.test(raw.text)) value = '';
+    else if (!raw.cut) parsed = parseStructured(value);
   } else {
     parsed = contents(raw, hideSecrets);
     value = JSON.stringify(parsed);

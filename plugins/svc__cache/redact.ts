@@ -1,20 +1,33 @@
 /**
- * Secret redaction of the cache list (SPEC.md rule 7). Code-level configuration, not a UI setting:
- * a JSON object key matching any of these (case-insensitive, anywhere in the key, so `db_password`
- * and `X-Api-Key` count) has its value replaced by `******`, whatever that value is (an object
- * under `credentials` goes as a whole).
+ * Secret redaction of the cache list (SPEC.md rule 7, widened by issue 35 finding 8). Code-level
+ * configuration, not a UI setting: a JSON object key matching any of these (case-insensitive,
+ * anywhere in the key, so `db_password` and `X-Api-Key` count) has its value replaced by `******`,
+ * whatever that value is (an object under `credentials` goes as a whole).
+ *
+ * Beyond object keys, every string is looked into: a string that holds JSON (a JSON value inside a
+ * string, double-encoded JSON, JSON after a byte-order mark) is redacted as JSON; other text has
+ * `password=...`-style pairs and the password of `scheme://user:password@host` URLs replaced.
  */
 export const SECRET_KEY_PATTERNS: readonly RegExp[] = Object.freeze([
   /password/i,
+  /passwd/i,
+  /pwd/i,
   /secret/i,
   /token/i,
   /api[_-]?key/i,
   /credential/i,
   /private[_-]?key/i,
+  /priv[_-]?key/i,
   /access[_-]?token/i,
   /refresh[_-]?token/i,
   /authorization/i,
+  /auth/i,
   /bearer/i,
+  /session[_-]?id/i,
+  /cookie/i,
+  /otp/i,
+  /code[_-]?verifier/i,
+  /dsn/i,
 ]);
 
 export const REDACTED = '******';
@@ -23,13 +36,67 @@ export function isSecretKey(key: string): boolean {
   return SECRET_KEY_PATTERNS.some((pattern) => pattern.test(key));
 }
 
+/** Text that may be JSON: an object, an array or a string literal, after blanks or a byte-order mark. */
+export const LOOKS_JSON = /^[\s\uFEFF]*["[{]/;
+
 /**
- * A copy of a parsed JSON value with every value under a secret-looking object key replaced,
- * recursively through objects and arrays; `changed` says whether anything was replaced (so an
- * untouched value can keep its original text). Object.fromEntries keeps a `__proto__` key of the
- * input an own property instead of changing the copy's prototype.
+ * Object or array JSON text -> its parsed form; a byte-order mark before it is skipped, and a JSON
+ * string literal holding such JSON (double-encoded) is unwrapped. Anything else (plain text, `123`,
+ * broken JSON) -> undefined.
+ */
+export function parseStructured(text: string): object | undefined {
+  if (!LOOKS_JSON.test(text)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text.replace(/^\uFEFF/, ''));
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed === 'string') return parseStructured(parsed);
+  return parsed !== null && typeof parsed === 'object' ? parsed : undefined;
+}
+
+/** `scheme://user:password@` -> `scheme://user:******@`. */
+const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:)([^\s@/]+)(?=@)/gi;
+/** `Bearer <token>`, `Basic <credentials>` (an Authorization header written out). */
+const SCHEME_TOKEN = /\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]+/gi;
+/** `name=value`, `name: value` (value quoted or up to a blank, `&`, `;` or `,`). */
+const PAIR = /([A-Za-z0-9_.-]+)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&;,"']+)/g;
+
+/** Plain text with the values of secret-looking `name=value` pairs and URL passwords replaced. */
+function redactPlain(text: string): string {
+  return text
+    .replace(URL_PASSWORD, `$1${REDACTED}`)
+    .replace(SCHEME_TOKEN, `$1$2${REDACTED}`)
+    .replace(PAIR, (pair, name: string, sep: string) => (isSecretKey(name) ? `${name}${sep}${REDACTED}` : pair));
+}
+
+/**
+ * Any string (a Redis value, a hash value, a list member, a string inside JSON): redacted as JSON when
+ * it holds JSON (re-serialized, with its double encoding, only when something was replaced), as plain
+ * text otherwise. Returned as it was when nothing secret is in it.
+ */
+export function redactText(text: string): string {
+  const parsed = parseStructured(text);
+  if (parsed === undefined) return redactPlain(text);
+  const r = redact(parsed);
+  if (!r.changed) return text;
+  const json = JSON.stringify(r.value);
+  return /^[\s\uFEFF]*"/.test(text) ? JSON.stringify(json) : json;
+}
+
+/**
+ * A copy of a parsed JSON value with every value under a secret-looking object key replaced, and
+ * every string redacted as `redactText` does, recursively through objects and arrays; `changed` says
+ * whether anything was replaced (so an untouched value can keep its original text).
+ * Object.fromEntries keeps a `__proto__` key of the input an own property instead of changing the
+ * copy's prototype.
  */
 export function redact(value: unknown): { value: unknown; changed: boolean } {
+  if (typeof value === 'string') {
+    const out = redactText(value);
+    return { value: out, changed: out !== value };
+  }
   if (Array.isArray(value)) {
     let changed = false;
     const out = value.map((item) => {
@@ -55,26 +122,4 @@ export function redact(value: unknown): { value: unknown; changed: boolean } {
     return { value: out, changed };
   }
   return { value, changed: false };
-}
-
-/** Object or array JSON text -> its parsed form; anything else (plain text, `123`, broken JSON) -> undefined. */
-export function parseStructured(text: string): object | undefined {
-  const first = text.trimStart()[0];
-  if (first !== '{' && first !== '[') return undefined;
-  try {
-    return JSON.parse(text) as object;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * A Redis string that may itself hold JSON (a hash field, a list member): redacted and re-serialized
- * when it held a secret, returned as it was otherwise.
- */
-export function redactJsonText(text: string): string {
-  const parsed = parseStructured(text);
-  if (parsed === undefined) return text;
-  const r = redact(parsed);
-  return r.changed ? JSON.stringify(r.value) : text;
 }

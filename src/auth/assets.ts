@@ -30,6 +30,11 @@ interface TokenRecord {
   sid: string;
 }
 
+/**
+ * Session-mode tokens one session may mint (issue 35 finding 9): each lives as long as its session,
+ * so without a cap one session could fill the store. 100 covers any page's downloads; more is 429.
+ */
+export const SESSION_TOKENS_PER_SESSION = 100;
 /** A single-use token lives 60 s (CONTRACT section 6). */
 export const SINGLE_USE_TTL = 60;
 /** 32 random bytes, base64url: like session ids, 256 bits nobody guesses. */
@@ -75,6 +80,10 @@ export class AssetTokens {
     return `${this.prefix}session-assets:${sid}`;
   }
 
+  private countKey(sid: string) {
+    return `${this.prefix}session-assets-count:${sid}`;
+  }
+
   /** A token for an asset the session's user may read; 404 when no resolver claims it or it says null. */
   async mint(session: Session, assetId: string, mode: AssetTokenMode): Promise<string> {
     const asset = await this.resolve(assetId, session.userId);
@@ -89,6 +98,10 @@ export class AssetTokens {
     }
     // Indexed under the session first (like sessions under their user), so its end finds the token.
     const ttl = Math.max(1, Math.ceil((this.sessions.hardEnd(session) - Date.now()) / 1000));
+    // Counted before anything is written, in one atomic step on every instance (DESIGN "Count before you check").
+    if ((await this.store.incr(this.countKey(session.hash), ttl)) > SESSION_TOKENS_PER_SESSION) {
+      throw new AppError(429, 'too_many_requests', `A session may hold at most ${SESSION_TOKENS_PER_SESSION} session download links; log in again for more`);
+    }
     await this.store.sAdd(this.indexKey(session.hash), [hash], ttl);
     await this.store.set(this.key('session', hash), JSON.stringify(record), { ttl });
     return token;
@@ -126,6 +139,7 @@ export class AssetTokens {
     const hashes = await this.store.sMembers(this.indexKey(sid));
     for (const hash of hashes) await this.store.del(this.key('session', hash));
     await this.store.del(this.indexKey(sid));
+    await this.store.del(this.countKey(sid));
   }
 }
 

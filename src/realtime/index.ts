@@ -40,6 +40,34 @@ const messageSchema = v.object({
 });
 type Message = v.InferOutput<typeof messageSchema>;
 
+/**
+ * Events one socket may send (issue 35 finding 9): a bucket of EVENT_BURST refilled at
+ * EVENTS_PER_SECOND. Past it an event is dropped before any listener sees it (the client is told once
+ * with `rate_limited`); a socket that keeps sending while empty (EVENT_DROPS_TO_DISCONNECT drops
+ * before it calms down) is disconnected.
+ */
+export const EVENTS_PER_SECOND = 20;
+export const EVENT_BURST = 60;
+export const EVENT_DROPS_TO_DISCONNECT = 100;
+
+function eventLimit(socket: Socket): (packet: unknown[], next: (err?: Error) => void) => void {
+  let tokens = EVENT_BURST;
+  let at = Date.now();
+  let dropped = 0;
+  return (_packet, next) => {
+    const now = Date.now();
+    tokens = Math.min(EVENT_BURST, tokens + ((now - at) / 1000) * EVENTS_PER_SECOND);
+    at = now;
+    if (tokens >= EVENT_BURST - 1) dropped = 0; // calm again
+    if (tokens >= 1) {
+      tokens--;
+      return next();
+    }
+    if (dropped++ === 0) socket.emit('rate_limited', { code: 'too_many_requests', message: `at most ${EVENTS_PER_SECOND} events per second (bursts of ${EVENT_BURST}); events were dropped` });
+    if (dropped >= EVENT_DROPS_TO_DISCONNECT) socket.disconnect(true);
+  };
+}
+
 /** Paths socket.io answers at: the backend path and the one a proxy forwards unstripped (as for HTTP routes). */
 export const SOCKET_PATH = '/socket.io';
 const API_SOCKET_PATH = '/api/socket.io';
@@ -134,6 +162,7 @@ export class Realtime {
     nsp.on('connection', (socket) => {
       this.pending.get(socket)?.();
       this.pending.delete(socket);
+      socket.use(eventLimit(socket));
     });
   }
 

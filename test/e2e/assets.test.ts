@@ -8,6 +8,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { SESSION_TOKENS_PER_SESSION } from '../../src/auth/assets.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { dumpStore, sha256hex } from '../support/auth.ts';
 
@@ -146,6 +147,19 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
       expect((await t.fetch(first.url)).status).toBe(200); // alice's first session still lives
       const dump = await dumpStore(t, url ?? undefined);
       expect([...dump.keys()].some((k) => k.includes(sha256hex(other.token)))).toBe(false); // cleaned up at logout
+    });
+
+    it(`a session mints at most ${SESSION_TOKENS_PER_SESSION} session tokens (each lives as long as it does): one more is 429 too_many_requests`, async () => {
+      const c = t.client();
+      await c.login(aliceEmail, 'correct horse battery');
+      for (let i = 0; i < SESSION_TOKENS_PER_SESSION; i++) expect((await mint(c, 'files:a.pdf', 'session')).status).toBe(201);
+      const over = await mint(c, 'files:a.pdf', 'session');
+      expect(over.status).toBe(429);
+      expect(await errorCode(over)).toBe('too_many_requests');
+      // Single-use tokens (60 s each) and other sessions are not counted.
+      expect((await mint(c, 'files:a.pdf')).status).toBe(201);
+      expect((await mint(alice, 'files:a.pdf', 'session')).status).toBe(201);
+      expect((await c.fetch('/auth/logout', { method: 'POST' })).status).toBe(204);
     });
 
     it('a session token dies with a session that ends without a logout (expired, or ended elsewhere)', async () => {

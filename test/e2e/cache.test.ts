@@ -10,8 +10,9 @@ import { commandCalls, sleep, startPrivateRedis } from '../support/auth.ts';
 const redisUrl = inject('redisUrl');
 const KiB16 = 16 * 1024;
 
-/** The test's own reading of SPEC.md rule 7, independent of the plugin's list. */
+/** The test's own reading of SPEC.md rule 7 and issue 35 finding 8, independent of the plugin's list. */
 const SECRET = [/password/i, /secret/i, /token/i, /api[_-]?key/i, /credential/i, /private[_-]?key/i, /access[_-]?token/i, /refresh[_-]?token/i, /authorization/i, /bearer/i];
+SECRET.push(/passwd/i, /pwd/i, /auth/i, /session[_-]?id/i, /cookie/i, /otp/i, /code[_-]?verifier/i, /priv[_-]?key/i, /dsn/i);
 const secretLooking = (key: string) => SECRET.some((re) => re.test(key));
 
 /** `out` is `original` with exactly the values under secret-looking keys replaced by `******`. */
@@ -85,7 +86,7 @@ describe('svc__cache: access and the embedded store', () => {
     const link = await (await t.instance.db.collection('svc__core-interactionlink')).findOne({ _id: 'cacheList' });
     expect(link).toMatchObject({ composition: 'cacheList', slotType: 'page', isLandingPage: false, triggers: [{ type: 'page-navigation', settings: { icon: 'mdi-database' } }] });
     expect(seeds.compositions?.map((c) => c._id)).toEqual(['cacheList']);
-    expect(SECRET_KEY_PATTERNS.length).toBe(10);
+    expect(SECRET_KEY_PATTERNS.length).toBe(SECRET.length);
   });
 });
 
@@ -241,8 +242,8 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
     // Untouched JSON keeps its own text; non-JSON that mentions secrets is unchanged.
     await redis.set(`${prefix}clean`, '{ "a": 1 }');
     expect(await json(`${prefix}clean`)).toMatchObject({ value: '{ "a": 1 }', valueParsed: { a: 1 } });
-    await redis.set(`${prefix}text`, 'password=hunter2 token: abc');
-    expect(await json(`${prefix}text`)).toEqual(expect.objectContaining({ value: 'password=hunter2 token: abc' }));
+    await redis.set(`${prefix}text`, 'the word password in text is fine');
+    expect(await json(`${prefix}text`)).toEqual(expect.objectContaining({ value: 'the word password in text is fine' }));
     expect((await json(`${prefix}text`)).valueParsed).toBeUndefined();
     // Collections: a hash field named like a secret, and JSON members holding secrets.
     await redis.hset(`${prefix}hs`, 'apiKey', 'k', 'profile', '{"token":"t","name":"n"}');
@@ -251,6 +252,38 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
     expect(hash.valueParsed).toEqual({ apiKey: '******', profile: '{"token":"******","name":"n"}' });
     expect(hash.value).not.toMatch(/"k"|"t"/);
     expect((await json(`${prefix}ls`)).valueParsed).toEqual(['{"password":"******"}', 'password']);
+  });
+
+  it('redaction gaps of issue 35: JSON in a string, a BOM, double encoding, more key names, password= in text, URL passwords', async () => {
+    const set = async (name: string, value: string) => {
+      await redis.set(`${prefix}gap:${name}`, value);
+      return json(`${prefix}gap:${name}`);
+    };
+    const names = { pwd: 'v1', passwd: 'v2', secretKey: 'v3', sessionId: 'v4', cookie: 'v5', authCode: 'v6', otp: 'v7', codeVerifier: 'v8', privkey: 'v9', dsn: 'v10', keep: 'shown' };
+    const byName = await set('names', JSON.stringify(names));
+    expect(byName.valueParsed).toEqual({ ...Object.fromEntries(Object.keys(names).map((k) => [k, '******'])), keep: 'shown' });
+    // An OAuth state record: its PKCE verifier is a secret.
+    const state = await set('state', JSON.stringify({ provider: 'github', codeVerifier: 'pkce-verifier-x', redirectTo: '/' }));
+    expect(state.value).not.toContain('pkce-verifier-x');
+    const inner = JSON.stringify({ password: 'in-a-string', name: 'n' });
+    const cases: [string, string, string[]][] = [
+      ['nested', JSON.stringify({ profile: inner }), ['in-a-string']],
+      ['bom', `\uFEFF${inner}`, ['in-a-string']],
+      ['double', JSON.stringify(inner), ['in-a-string']],
+      ['text', 'user=ann password=hunter2 token: abc', ['hunter2', 'abc']],
+      ['url', 'redis://:redis-pw@cache.internal:6379/0', ['redis-pw']],
+      ['url-in-json', JSON.stringify({ cacheUrl: 'redis://default:json-pw@cache:6379' }), ['json-pw']],
+    ];
+    for (const [name, value, secrets] of cases) {
+      const body = await set(name, value);
+      for (const secret of secrets) {
+        expect(body.value, name).not.toContain(secret);
+        expect(JSON.stringify(body.valueParsed ?? null), name).not.toContain(secret);
+      }
+    }
+    expect((await json(`${prefix}gap:text`)).value).toBe('user=ann password=****** token: ******');
+    expect((await json(`${prefix}gap:url`)).value).toBe('redis://:******@cache.internal:6379/0');
+    expect((await json(`${prefix}gap:double`)).valueParsed).toEqual({ password: '******', name: 'n' });
   });
 
   it('property: no value under a secret-looking key survives in value or valueParsed; every other value is unchanged', async () => {
@@ -334,6 +367,41 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
     } finally {
       await shown.close();
     }
+  });
+});
+
+describe.skipIf(!redisUrl)('svc__cache globs: the embedded store lists what SCAN MATCH lists on Redis', () => {
+  const prefix = `svctest:glob:${randomUUID().slice(0, 8)}:`;
+  const keys = ['-', 'a', 'b', 'c', ']', '\\', ']a]', '[', 'x[', 'ab', 'é', '^', '*', '?'];
+  const patterns = ['[\\]]', '[]a]', '[]', '[ab', '[a-]', 'x[', '[^a]', '[\\', '\\[', '?', '??', '*]', '[z-a]', '[[]', '\\*', '[*]'];
+  let redis: Redis;
+  let embedded: TestApp;
+  let admin: TestClient;
+  beforeAll(async () => {
+    redis = new Redis(redisUrl);
+    embedded = await createTestApp();
+    ({ admin } = await adminAndUser(embedded));
+    for (const key of keys) {
+      await redis.set(`${prefix}${key}`, '1', 'EX', 300);
+      await embedded.instance.store.set(`${prefix}${key}`, '1', { ttl: 300 });
+    }
+  });
+  afterAll(async () => {
+    await redis.del(...keys.map((k) => `${prefix}${k}`));
+    redis.disconnect();
+    await embedded?.close();
+  });
+
+  it.each(patterns)('%s', async (pattern) => {
+    const onRedis: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}${pattern}`, 'COUNT', 1000);
+      onRedis.push(...found);
+      cursor = next;
+    } while (cursor !== '0');
+    const page = (await (await admin.fetch(`/svc__cache/cacheEntries?${q({ pattern: `${prefix}${pattern}`, limit: 500 })}`)).json()) as { items: { key: string }[] };
+    expect(page.items.map((i) => i.key).sort()).toEqual(onRedis.sort());
   });
 });
 

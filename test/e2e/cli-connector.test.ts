@@ -4,12 +4,12 @@
 // '@svc/plugin-cli-connector'`. The programs are small node scripts (test/fixtures/cli/); the one
 // that prints its argv as JSON shows exactly what a program received.
 
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
-import { PROJECT_DIR } from '../support/spawn.ts';
+import { PROJECT_DIR, startReadySvc, stopAll } from '../support/spawn.ts';
 
 const PREFIX = '/plugin/svc/plugin-cli-connector';
 const FIXTURES = path.join(PROJECT_DIR, 'test/fixtures/cli');
@@ -21,6 +21,7 @@ let bob: TestClient;
 let admin: TestClient;
 let base: string;
 let outside: string;
+let appRoot: string;
 
 /** The app plugin that registers the scripts (written into the app root, as an app author would). */
 function appPlugin(): string {
@@ -40,14 +41,34 @@ export default async function scripts(instance) {
   registerScriptByConfig('sleep', { exe: node, args: [${fx('sleep.mjs')}, { allow: '\\\\d+' }, { allow: 'ignore-term|stay' }] });
   registerScriptByConfig('flood', { exe: node, args: [${fx('flood.mjs')}, { allow: '\\\\d+' }] });
   registerScriptByConfig('missing', { exe: '/nonexistent/program' });
+  registerScriptByConfig('count', { exe: node, args: [${fx('count-lines.mjs')}] });
+  registerScriptByConfig('env', { exe: '/usr/bin/env', opts: { env: { GREETING: 'hello' } } });
+  registerScriptByConfig('admin-argv', { exe: node, args: [${fx('print-argv.mjs')}, {}], admin: true });
+  // A hook that chokes on what it gets (JSON.parse of a line that is not JSON): it throws.
+  registerScriptByConfig('bad-hook', { exe: node, args: [${fx('echo-lines.mjs')}], hooks: { stdout: (chunk) => JSON.stringify(JSON.parse(chunk)) } });
+  registerScriptByConfig('bad-stdin-hook', { exe: node, args: [${fx('echo-lines.mjs')}], hooks: { stdin: () => { throw new Error('no'); } } });
+  // Prints its pid's child (a grandchild of svc) and waits for it: the timeout and signals must reach both.
+  registerScriptByConfig('group', { exe: '/bin/sh', args: ['-c', 'sleep 40 & echo $!; wait $!; echo x'] });
+  // Leaves its own process group (setsid) holding the output pipe: the answer cannot wait for it.
+  registerScriptByConfig('escape', { exe: '/bin/sh', args: ['-c', 'setsid sleep 30 & echo $!'] });
+  // A secret written in two pieces: a line-buffered hook sees it whole.
+  const redact = (line) => line.replace(/secret=\\S+/, 'secret=***');
+  registerScriptByConfig('split-lines', { exe: node, args: [${fx('split-secret.mjs')}], hooks: { stdout: redact, lines: true } });
   await registerScriptByPath('echo', ${JSON.stringify(path.join(base, '..', 'echo.yaml'))}, ${JSON.stringify(path.join(base, '..', 'echo-hooks.mjs'))});
-  return new Hono();
+  const app = new Hono();
+  // For the process tests (a real svc): what is left of the bootstrap password, and an error nothing catches.
+  app.get('/admin-password', (c) => c.json({ env: process.env.SVC_ADMIN_PASSWORD ?? null, config: instance.config.env.adminPassword ?? null }));
+  app.post('/crash', (c) => {
+    setTimeout(() => { throw new Error('a plugin timer threw'); }, 10);
+    return c.json({ ok: true });
+  });
+  return app;
 }
 `;
 }
 
 beforeAll(async () => {
-  const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-cli-app-'));
+  appRoot = mkdtempSync(path.join(tmpdir(), 'svc-cli-app-'));
   // An app beside svc: its node_modules is svc's (the workspace link makes the package resolvable).
   symlinkSync(path.join(PROJECT_DIR, 'node_modules'), path.join(appRoot, 'node_modules'), 'dir');
   base = path.join(appRoot, 'files');
@@ -57,6 +78,9 @@ beforeAll(async () => {
   writeFileSync(path.join(base, 'reports', 'q1.txt'), 'q1');
   writeFileSync(path.join(outside, 'passwd'), 'nope');
   symlinkSync(outside, path.join(base, 'escape'));
+  symlinkSync(path.join(outside, 'new.txt'), path.join(base, 'dangling')); // outside, and nothing there yet
+  symlinkSync(path.join(base, 'nothing-here'), path.join(base, 'dangling-in')); // inside, but nowhere
+  symlinkSync('reports', path.join(base, 'inner')); // inside: followed
   writeFileSync(path.join(appRoot, 'echo.yaml'), `exe: ${NODE}\nargs:\n  - ${path.join(FIXTURES, 'echo-lines.mjs')}\n`);
   writeFileSync(path.join(appRoot, 'echo-hooks.mjs'), 'export function stdout(chunk, ctx) { return chunk.toUpperCase(); }\n');
   mkdirSync(path.join(appRoot, 'plugins', 'app_scripts'), { recursive: true });
@@ -66,20 +90,28 @@ beforeAll(async () => {
     env: { SVC_APP_PATH: appRoot },
     config: { plugins: ['@svc/plugin-cli-connector'], pluginOptions: { '@svc/plugin-cli-connector': { scriptTimeout: 1500, jobRetention: 60_000 } } },
   });
-  const login = async (isAdmin = false) => {
-    const u = await t.createUser({ admin: isAdmin });
-    const c = t.client();
-    expect((await c.login(u.email, u.password)).status).toBe(200);
-    return c;
-  };
   [alice, bob, admin] = [await login(), await login(), await login(true)];
 });
 afterAll(async () => {
-  // Stop whatever is still running (as admin).
-  const list = (await (await admin.fetch(`${PREFIX}/jobs`)).json()) as { id: string; done?: unknown }[];
-  for (const job of list.filter((j) => j.done === undefined)) await admin.fetch(`${PREFIX}/job/${job.id}`, { method: 'POST', json: { signal: 'SIGKILL' } });
-  await t?.close();
+  await t?.close(); // kills whatever is still running
+  await stopAll();
 });
+
+async function login(isAdmin = false): Promise<TestClient> {
+  const u = await t.createUser({ admin: isAdmin });
+  const c = t.client();
+  expect((await c.login(u.email, u.password)).status).toBe(200);
+  return c;
+}
+
+/** A process that exists and is not a zombie (PID 1 of a container may never reap orphans). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
 
 const script = (c: TestClient, cmd: string, body?: unknown) => c.fetch(`${PREFIX}/script/${cmd}`, body === undefined ? { method: 'POST' } : { method: 'POST', json: body });
 const run = (c: TestClient, cmd: string, args: string[] = []) => c.fetch(`${PREFIX}/run/${cmd}`, { method: 'POST', json: { args } });
@@ -101,6 +133,21 @@ async function refused(cmd: string, args: string[], rule: RegExp) {
   const err = await code(res);
   expect(err.code).toBe('invalid_arguments');
   expect(err.message).toMatch(rule);
+}
+
+/** Polls a job until it has ended: its `done` and every stdout/stderr chunk read on the way. */
+async function waitDone(c: TestClient, id: string) {
+  const seen: string[] = [];
+  const errors: string[] = [];
+  for (;;) {
+    const res = await job(c, id);
+    const body = (await res.json()) as { done?: unknown; stdout: string[]; stderr: string[] };
+    seen.push(...body.stdout);
+    errors.push(...body.stderr);
+    if (res.status === 200) return { done: body.done, stdout: seen, stderr: errors };
+    expect(res.status).toBe(202);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 describe('POST /script/:cmd: values arrive as single literal arguments, never through a shell', () => {
@@ -208,18 +255,6 @@ describe('execution', () => {
 });
 
 describe('jobs', () => {
-  async function waitDone(c: TestClient, id: string) {
-    const seen: string[] = [];
-    for (;;) {
-      const res = await job(c, id);
-      const body = (await res.json()) as { done?: unknown; stdout: string[] };
-      seen.push(...body.stdout);
-      if (res.status === 200) return { done: body.done, stdout: seen };
-      expect(res.status).toBe(202);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
   it('run, talk to it through stdin, read only what is new each time (hooks applied), end it', async () => {
     const started = await run(alice, 'echo');
     expect(started.status).toBe(201);
@@ -263,18 +298,22 @@ describe('jobs', () => {
     expect((await job(alice, 'nope-000000000000')).status).toBe(404);
   });
 
-  it('11 jobs at once with the default limit: the 11th is 409 too_many_jobs', async () => {
-    const ids: string[] = [];
-    for (let i = 0; i < 10; i++) {
-      const res = await run(alice, 'sleep', ['30', 'stay']);
-      expect(res.status).toBe(201);
-      ids.push(((await res.json()) as { id: string }).id);
-    }
-    const eleventh = await run(alice, 'sleep', ['30', 'stay']);
-    expect(eleventh.status).toBe(409);
-    expect((await code(eleventh)).code).toBe('too_many_jobs');
-    for (const id of ids) await job(alice, id, { signal: 'SIGKILL' });
-    for (const id of ids) await waitDone(alice, id);
+  it('jobs are capped per user (3) and in all (10): one more is 409 too_many_jobs, and one user cannot block the others', async () => {
+    const users = [alice, bob, admin, await login(), await login()];
+    const started: [TestClient, string][] = [];
+    const start = async (c: TestClient, status: number) => {
+      const res = await run(c, 'sleep', ['30', 'stay']);
+      expect(res.status).toBe(status);
+      if (status === 201) started.push([c, ((await res.json()) as { id: string }).id]);
+      else expect((await code(res)).code).toBe('too_many_jobs');
+    };
+    for (let i = 0; i < 3; i++) await start(alice, 201);
+    await start(alice, 409); // alice's three are running
+    await start(admin, 201); // ...and do not block the admin
+    for (const c of [bob, users[3]!]) for (let i = 0; i < 3; i++) await start(c, 201);
+    await start(users[4]!, 409); // ten in all
+    for (const [c, id] of started) await job(c, id, { signal: 'SIGKILL' });
+    for (const [c, id] of started) await waitDone(c, id);
     expect((await run(alice, 'argv', ['x'])).status).toBe(201);
   });
 
@@ -305,6 +344,193 @@ describe('access', () => {
       expect((await anon.fetch(`${PREFIX}${p}`, { method })).status, p).toBe(401);
     }
     expect((await alice.fetch(`${PREFIX}/jobs`)).status).toBe(403);
-    expect(await (await alice.fetch(`${PREFIX}/scripts`)).json()).toEqual(['allow', 'argv', 'argv-two', 'concat', 'deny', 'echo', 'file', 'flood', 'missing', 'sleep']);
+    expect(await (await alice.fetch(`${PREFIX}/scripts`)).json()).toEqual(['admin-argv', 'allow', 'argv', 'argv-two', 'bad-hook', 'bad-stdin-hook', 'concat', 'count', 'deny', 'echo', 'env', 'escape', 'file', 'flood', 'group', 'missing', 'sleep', 'split-lines']);
+  });
+});
+
+describe('safety (CONTRACT section 8, issue 35)', () => {
+  it('a stdout hook that throws ends that run with 500 execution_failed, and the service keeps serving', async () => {
+    const res = await script(alice, 'bad-hook', { input: 'not json\n' });
+    expect(res.status).toBe(500);
+    expect(await code(res)).toMatchObject({ code: 'execution_failed', message: expect.stringMatching(/stdout hook failed/) });
+    expect(await received('argv', ['still here'])).toEqual(['still here']);
+  });
+
+  it('a hook that throws in a job ends the job; its stderr says the hook failed (stdout and stdin hooks alike)', async () => {
+    for (const cmd of ['bad-hook', 'bad-stdin-hook']) {
+      const { id } = (await (await run(alice, cmd)).json()) as { id: string };
+      const told = ((await (await job(alice, id, { input: 'not json\n' })).json()) as { stderr: string[] }).stderr;
+      const ended = await waitDone(alice, id);
+      expect(ended.done).toBe('SIGKILL');
+      expect([...told, ...ended.stderr].join('')).toMatch(new RegExp(`${cmd === 'bad-hook' ? 'stdout' : 'stdin'} hook failed`));
+    }
+    expect(await received('argv', ['still here'])).toEqual(['still here']);
+  });
+
+  it("a script sees PATH, HOME, LANG, TZ and its own opts.env, never the service's variables", async () => {
+    const planted = { SVC_ADMIN_PASSWORD: 'planted-admin-pw', SVC_SECRET_ENCRYPTION_KEY: 'planted-key', CACHE_URL: 'redis://:planted@127.0.0.1:6379', MONGODB_URL: 'mongodb://planted' };
+    const before = { ...process.env };
+    Object.assign(process.env, planted, { TZ: 'UTC', LANG: 'C.UTF-8' });
+    try {
+      const body = (await (await script(alice, 'env', {})).json()) as { stdout: string; status: number };
+      expect(body.status).toBe(0);
+      const env = Object.fromEntries(body.stdout.trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+      expect(Object.keys(env).sort()).toEqual(['GREETING', 'LANG', 'PATH', 'TZ', ...(process.env.HOME ? ['HOME'] : [])].sort());
+      expect(env).toMatchObject({ GREETING: 'hello', TZ: 'UTC', PATH: process.env.PATH });
+      for (const value of Object.values(planted)) expect(body.stdout).not.toContain(value);
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in before)) delete process.env[k];
+      Object.assign(process.env, before);
+    }
+  });
+
+  it('admin: true scripts: others get 403 forbidden on /script and /run; an admin runs them', async () => {
+    for (const res of [await script(alice, 'admin-argv', { args: ['x'] }), await run(alice, 'admin-argv', ['x'])]) {
+      expect(res.status).toBe(403);
+      expect((await code(res)).code).toBe('forbidden');
+    }
+    const ok = await script(admin, 'admin-argv', { args: ['x'] });
+    expect(await ok.json()).toMatchObject({ stdout: '["x"]', status: 0 });
+  });
+
+  it('path: a dangling symlink inside the base is refused (outside, or leading nowhere); one leading inside is followed', async () => {
+    await refused('file', ['dangling'], /argument 0 is outside the allowed directory/);
+    await refused('file', ['dangling-in'], /argument 0 is a symlink that leads nowhere/);
+    expect(existsSync(path.join(outside, 'new.txt'))).toBe(false);
+    expect(await received('file', ['inner/q1.txt'])).toEqual([path.join(base, 'reports/q1.txt')]);
+    expect(await received('file', ['inner/new/deeper.txt'])).toEqual([path.join(base, 'reports/new/deeper.txt')]);
+  });
+
+  it("the timeout reaches the script's whole process group: no grandchild outlives it, and the answer does not wait for one", async () => {
+    const started = Date.now();
+    const body = (await (await script(alice, 'group', {})).json()) as { stdout: string; status: unknown };
+    expect(body.status).toBe('SIGTERM');
+    const grandchild = Number(body.stdout.trim());
+    expect(grandchild).toBeGreaterThan(0);
+    expect(alive(grandchild)).toBe(false);
+    expect(Date.now() - started).toBeLessThan(10_000); // the timeout is 1.5 s; the grandchild sleeps 40 s
+  });
+
+  it('a process that left the group and holds the output pipe does not hold the answer (pipes closed after timeout + 1 s)', async () => {
+    const started = Date.now();
+    const body = (await (await script(alice, 'escape', {})).json()) as { stdout: string; status: unknown };
+    const escaped = Number(body.stdout.trim());
+    try {
+      expect(body.status).toBe(0);
+      expect(alive(escaped)).toBe(true); // it did escape (and still holds the pipe)...
+      expect(Date.now() - started).toBeLessThan(10_000); // ...yet the answer came (it sleeps 30 s)
+    } finally {
+      if (escaped > 0) process.kill(escaped, 'SIGKILL');
+    }
+  });
+
+  it('a signal to a job reaches its whole process group', async () => {
+    const { id } = (await (await run(alice, 'group')).json()) as { id: string };
+    let out = '';
+    for (let i = 0; i < 200 && !out.includes('\n'); i++) {
+      out += ((await (await job(alice, id)).json()) as { stdout: string[] }).stdout.join('');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const grandchild = Number(out.trim());
+    await job(alice, id, { signal: 'SIGTERM' });
+    expect((await waitDone(alice, id)).done).toBe('SIGTERM');
+    expect(alive(grandchild)).toBe(false);
+  });
+
+  it('/script calls are capped per user (3) and in all (10): one more is 429 too_many_jobs', async () => {
+    const slow = (c: TestClient) => script(c, 'sleep', { args: ['30', 'stay'] });
+    const mine = [slow(alice), slow(alice), slow(alice)];
+    await new Promise((r) => setTimeout(r, 300)); // the three have started
+    const fourth = await slow(alice);
+    expect(fourth.status).toBe(429);
+    expect((await code(fourth)).code).toBe('too_many_jobs');
+    const others = [await login(), await login(), await login()];
+    const more = [...others.flatMap((c) => [slow(c), slow(c)]), slow(admin)]; // 3 + 7 = 10 in all
+    await new Promise((r) => setTimeout(r, 300));
+    const eleventh = await slow(bob);
+    expect(eleventh.status).toBe(429);
+    for (const res of await Promise.all([...mine, ...more])) expect(((await res.json()) as { status: unknown }).status).toBe('SIGTERM');
+    expect(await received('argv', ['free again'])).toEqual(['free again']);
+  });
+
+  it('input: at most 1 MiB per run in all (413 payload_too_large), and it is not kept', async () => {
+    const { id } = (await (await run(alice, 'echo')).json()) as { id: string };
+    const half = 'x'.repeat(512 * 1024 - 1) + '\n';
+    const first = (await (await job(alice, id, { input: half })).json()) as { stdin: string[] };
+    expect(first.stdin).toEqual([half]); // what this call wrote...
+    expect(((await (await job(alice, id)).json()) as { stdin: string[] }).stdin).toEqual([]); // ...and not kept
+    expect((await job(alice, id, { input: half })).status).toBe(202);
+    const over = await job(alice, id, { input: 'y' });
+    expect(over.status).toBe(413);
+    expect((await code(over)).code).toBe('payload_too_large');
+    await job(alice, id, { signal: 'SIGKILL' });
+    await waitDone(alice, id);
+  });
+
+  it('a signal that is not one of the list, e.g. with a shell command after it, is 400 invalid_signal', async () => {
+    const { id } = (await (await run(alice, 'sleep', ['30', 'stay'])).json()) as { id: string };
+    for (const signal of ['SIGTERM; rm -rf x', 'x'.repeat(100), '']) {
+      const res = await job(alice, id, { signal });
+      expect(res.status).toBe(400);
+      expect((await code(res)).code).toBe('invalid_signal');
+    }
+    await job(alice, id, { signal: 'SIGKILL' });
+    await waitDone(alice, id);
+  });
+
+  it('hooks.lines: a hook sees whole lines, so a secret written in two pieces is redacted', async () => {
+    const body = (await (await script(alice, 'split-lines', {})).json()) as { stdout: string; status: number };
+    expect(body).toEqual({ stdout: 'token secret=***\ndone\n', stderr: '', status: 0 });
+  });
+
+  it("a job whose output nobody reads stops being read at the cap: nothing is dropped, the program waits (svc spends no CPU on it)", async () => {
+    const { id } = (await (await run(alice, 'count')).json()) as { id: string };
+    await new Promise((r) => setTimeout(r, 2000)); // unread: reading stops at 1 MiB (a reader would have seen gigabytes go by)
+    const res = await job(alice, id);
+    expect(res.status).toBe(202);
+    const lines = ((await res.json()) as { stdout: string[] }).stdout.join('').split('\n');
+    expect(Number(lines[0]!.split(' ')[0])).toBe(0); // the first line is still there: nothing was dropped
+    expect(lines.join('\n').length).toBeLessThanOrEqual(1024 * 1024);
+    await job(alice, id, { signal: 'SIGKILL' });
+    await waitDone(alice, id);
+  });
+});
+
+describe('the service process (a real svc, started as `npm start` does)', () => {
+  const ADMIN = { email: 'root@example.com', password: 'correct horse battery' };
+  async function startWithJob() {
+    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ plugins: ['@svc/plugin-cli-connector'] }));
+    const svc = await startReadySvc({ appRoot, env: { SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password, LOG_LEVEL: 'warn' } });
+    const login = await fetch(`${svc.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+    expect(login.status).toBe(200);
+    const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
+    const post = (p: string, body: unknown = {}) => fetch(`${svc.url}${p}`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    // A job whose shell started a grandchild (pid printed): it must not outlive the service.
+    const { id } = (await (await post(`${PREFIX}/run/group`)).json()) as { id: string };
+    let out = '';
+    for (let i = 0; i < 200 && !out.includes('\n'); i++) {
+      out += ((await (await post(`${PREFIX}/job/${id}`)).json()) as { stdout: string[] }).stdout.join('');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const grandchild = Number(out.trim());
+    expect(alive(grandchild)).toBe(true);
+    return { svc, cookie, post, grandchild };
+  }
+
+  it('a graceful stop kills every process group a script started; the bootstrap password has left the process', async () => {
+    const { svc, cookie, grandchild } = await startWithJob();
+    const left = await fetch(`${svc.url}/app_scripts/admin-password`, { headers: { cookie } });
+    expect(await left.json()).toEqual({ env: null, config: null });
+    expect(await svc.stop('SIGTERM')).toBe(0);
+    expect(alive(grandchild)).toBe(false);
+  });
+
+  it('an error nothing catches is logged with its stack, the process exits non-zero, and no script outlives it', async () => {
+    const { svc, post, grandchild } = await startWithJob();
+    expect((await post('/app_scripts/crash')).status).toBe(200);
+    expect(await svc.exited).not.toBe(0);
+    const fatal = svc.logs().find((l) => /uncaught exception/.test(l.msg ?? ''));
+    expect(JSON.stringify(fatal)).toMatch(/a plugin timer threw[^"]*\\n\s+at /);
+    expect(alive(grandchild)).toBe(false);
   });
 });

@@ -43,11 +43,13 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
       'svc.config.json': JSON.stringify({ auth: { cookie: { name: 'sid_app' } }, global: { requireAuthentication: true } }),
       ...seeds('home'),
       'plugins/reports/index.js': "import { Hono } from 'hono';\nexport default (instance) => new Hono().get('/mine', instance.auth.authenticate(), (c) => c.json({ user: c.get('authUser').userId }));\n",
+      // Narrow scripts: every value checked, or admin-only.
+      'plugins/ops/index.js': "registerScriptByConfig('count', { exe: '/usr/bin/wc', args: ['-l', { path: 'reports' }] });\nregisterScriptByConfig('run-any', { exe: '/bin/echo', args: [{}], admin: true });\n",
     });
     const { code, out, lines } = doctor(root, { NODE_ENV: 'production', CACHE_URL: redisUrl, MONGODB_URL: mongoUrl, SVC_FRONTEND_URLS: 'https://app.example.com', SVC_SECRET_ENCRYPTION_KEY: 'a long random secret for the doctor test' });
     expect(code, out).toBe(0);
     expect(lines.filter((l) => /^(WARN|FAIL)/.test(l)), out).toEqual([]);
-    for (const name of ['config', 'cookie name', 'requireAuthentication', 'cookie secure', 'JWT variables', 'SVC_FRONTEND_URLS', 'CACHE_URL', 'SVC_SECRET_ENCRYPTION_KEY', 'landing page', 'plugin sources', 'Redis reachable', 'MongoDB reachable']) {
+    for (const name of ['config', 'cookie name', 'requireAuthentication', 'cookie secure', 'JWT variables', 'SVC_FRONTEND_URLS', 'HIDE_SECRETS', 'SVC_ALLOW_INSECURE_PROVIDER_URLS', 'SVC_ADMIN_PASSWORD', 'CLI scripts', 'CACHE_URL', 'SVC_SECRET_ENCRYPTION_KEY', 'landing page', 'plugin sources', 'Redis reachable', 'MongoDB reachable']) {
       expect(lines.some((l) => l.startsWith(`ok   ${name}:`)), `${name}\n${out}`).toBe(true);
     }
     expect(out).toContain('all checks passed');
@@ -82,6 +84,29 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
     expect(out).not.toContain('hunter2');
     expect(out).not.toContain('old-jwt-secret');
     expect(out).toMatch(/\d+ checks failed/);
+  });
+
+  it('production leaks of issue 35: HIDE_SECRETS=false, insecure provider URLs, an http: frontend, SVC_ADMIN_PASSWORD still set, an open CLI script with a free {} value', () => {
+    const root = app({
+      'svc.config.json': JSON.stringify({ auth: { cookie: { name: 'sid_app' } } }),
+      ...seeds('home'),
+      'plugins/ops/index.js': "registerScriptByConfig('echo-any', { exe: '/bin/echo', args: ['--', {}] });\nregisterScriptByConfig('safe', { exe: '/bin/echo', args: [{ allow: '[a-z]+' }] });\n",
+      'scripts/tail-any.yaml': 'exe: /usr/bin/tail\nargs:\n  - {}\n',
+    });
+    const env = { CACHE_URL: redisUrl, MONGODB_URL: mongoUrl, SVC_FRONTEND_URLS: 'http://app.example.com', HIDE_SECRETS: 'false', SVC_ALLOW_INSECURE_PROVIDER_URLS: '1', SVC_ADMIN_PASSWORD: 'correct horse battery' };
+    const { code, out } = doctor(root, { ...env, NODE_ENV: 'production' });
+    expect(code, out).toBe(1);
+    expect(out).toMatch(/FAIL SVC_FRONTEND_URLS: http:\/\/app\.example\.com is plain http: in production/);
+    expect(out).toMatch(/FAIL HIDE_SECRETS: .*in production/);
+    expect(out).toMatch(/FAIL SVC_ALLOW_INSECURE_PROVIDER_URLS: /);
+    expect(out).toMatch(/FAIL SVC_ADMIN_PASSWORD: still set/);
+    expect(out).toMatch(/FAIL CLI scripts: echo-any \(plugins\/ops\/index\.js\), scripts\/tail-any\.yaml: a free \{\} value without admin: true/);
+    expect(out).not.toContain('safe (');
+    expect(out).not.toContain('correct horse battery');
+    // Outside production the same settings are warnings.
+    const dev = doctor(root, env);
+    for (const name of ['HIDE_SECRETS', 'SVC_ALLOW_INSECURE_PROVIDER_URLS', 'SVC_ADMIN_PASSWORD', 'CLI scripts']) expect(dev.out).toMatch(new RegExp(`WARN ${name}: `));
+    expect(dev.out).toMatch(/ok {3}SVC_FRONTEND_URLS: http:/);
   });
 
   it('--with another app root: the same cookie name on both is a FAIL (their sessions would overwrite each other)', () => {

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { EVENT_BURST, EVENTS_PER_SECOND } from '../../src/realtime/index.ts';
 import type { RunningServer } from '../../src/server.ts';
 import {
   call,
@@ -338,5 +339,43 @@ describe('realtime on the embedded store and database (one instance)', () => {
     const started = Date.now();
     await s.instance.auth.workSessions.update(ws._id, { isActive: false });
     expect((await gone).at - started).toBeLessThanOrEqual(BOUND_MS);
+  });
+});
+
+describe('realtime: one socket cannot flood the service (issue 35 finding 9)', () => {
+  let s: RunningServer;
+  let cookie: string;
+  beforeAll(async () => {
+    s = await startInstance({ config: { auth: { cookie: { secure: false } } } }); // embedded store and database
+    const user = await s.instance.auth.users.create({ email: `flood-${randomUUID().slice(0, 6)}@example.com`, password: PASSWORD, isAdmin: false, createdVia: 'admin' });
+    cookie = await loginCookie(s.url, user.email, PASSWORD);
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.close();
+    await s?.close();
+  });
+
+  it(`events past ${EVENT_BURST} at once (then ${EVENTS_PER_SECOND}/s) are dropped before any listener, the client is told, and a socket that goes on is disconnected`, async () => {
+    let received = 0;
+    s.instance.realtime.io.on('connection', (socket) => socket.on('flood', (_n: number, ack?: () => void) => (received++, ack?.())));
+    // Control: a calm socket's events all arrive (the listener works).
+    const calm = track(client(s.url, { cookie }));
+    await connected(calm);
+    for (let i = 0; i < 10; i++) await calm.emitWithAck('flood', i);
+    expect(received).toBe(10);
+    calm.close();
+    received = 0;
+    const socket = track(client(s.url, { cookie }));
+    await connected(socket);
+    const told = nextEvent<{ code: string }>(socket, 'rate_limited');
+    const gone = disconnection(socket);
+    const started = Date.now();
+    for (let i = 0; i < 1000; i++) socket.emit('flood', i);
+    expect(await told).toMatchObject({ code: 'too_many_requests' });
+    expect((await gone).reason).toBe('io server disconnect');
+    const seconds = (Date.now() - started) / 1000;
+    // At most the burst and the refill reach a listener (none at all here: the events still queued
+    // when it is disconnected are not delivered).
+    expect(received).toBeLessThanOrEqual(EVENT_BURST + Math.ceil(EVENTS_PER_SECOND * seconds));
   });
 });

@@ -104,6 +104,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
       return { id: user._id, email: user.email, password };
     },
     async close() {
+      await instance.runCloseCallbacks();
       await instance.realtime.close();
       await instance.auth.close();
       await stores.close();

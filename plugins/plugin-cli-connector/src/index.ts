@@ -19,7 +19,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv, PluginInstance } from '../../../src/index.ts';
 import { getScript, scriptNames, type Script } from './registry.ts';
-import { ExecutionError, Jobs, runScript, SIGNALS, type AllowedSignal } from './runner.ts';
+import { ExecutionError, Jobs, MAX_INPUT_BYTES, Runner, SIGNALS, Slots, type AllowedSignal } from './runner.ts';
 import { ArgumentError, buildArgv } from './templates.ts';
 
 export { registerScriptByConfig, registerScriptByPath, setupServer, type Hook, type HookContext, type ScriptConfig } from './registry.ts';
@@ -33,6 +33,12 @@ const optionsSchema = v.strictObject({
   scriptTimeout: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 2000),
   /** Background jobs running at once; one more is 409. */
   maxJobs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 10),
+  /** Background jobs one user may have running; one more is 409 (one user's jobs never block the others). */
+  maxJobsPerUser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 3),
+  /** `/script` calls running at once, in all; one more is 429. */
+  maxScripts: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 10),
+  /** `/script` calls one user may have running; one more is 429. */
+  maxScriptsPerUser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 3),
   /** A finished job is removed this long after it ends, ms. */
   jobRetention: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 60_000),
   /** Output kept per run (stdout + stderr), bytes; older chunks are dropped. */
@@ -52,12 +58,28 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
   const options = parsed.output;
   const { defineRoute, mountRoutes, AppError } = instance.http;
   const signedIn = instance.auth.authenticate();
-  const jobs = new Jobs({ maxJobs: options.maxJobs, retentionMs: options.jobRetention, outputCap: options.outputCap });
+  const runner = new Runner({ outputCap: options.outputCap }, (s, hook, err) => {
+    // The error's name and frames, not its message: a hook's message may quote the output it choked on.
+    const { name, stack = '' } = err instanceof Error ? err : new Error(String(err));
+    instance.logger.error({ plugin: instance.plugin.key, script: s.alias, hook, err: { name, stack: stack.split('\n').slice(1).join('\n') } }, 'CLI connector: a hook threw; its run was stopped');
+  });
+  const jobs = new Jobs(runner, { maxJobs: options.maxJobs, maxJobsPerUser: options.maxJobsPerUser, retentionMs: options.jobRetention });
+  const scripts = new Slots(options.maxScriptsPerUser, options.maxScripts);
+  // No script outlives the service: its shutdown kills every process group still running.
+  instance.onClose(() => runner.killAll());
 
-  const script = (cmd: string): Script => {
+  /** The script `cmd`, if this user may run it (`admin: true` scripts: admins only). */
+  const script = (cmd: string, user: { isAdmin: boolean }): Script => {
     const found = getScript(cmd);
     if (!found) throw new AppError(404, 'script_not_found', `No script "${cmd.slice(0, 64)}" is registered`);
+    if (found.admin && !user.isAdmin) throw new AppError(403, 'forbidden', `Only admins may run "${found.alias}"`);
     return found;
+  };
+  /** Refuses input that would take a run past MAX_INPUT_BYTES in all. */
+  const inputFits = (already: number, input: string | undefined): void => {
+    if (input !== undefined && already + Buffer.byteLength(input) > MAX_INPUT_BYTES) {
+      throw new AppError(413, 'payload_too_large', `A run takes at most ${MAX_INPUT_BYTES} bytes of input in all`);
+    }
   };
   const argv = (s: Script, args: string[]): string[] => {
     try {
@@ -69,7 +91,7 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
   };
   const failed = (err: unknown): never => {
     if (err instanceof ExecutionError) {
-      instance.logger.error({ plugin: instance.plugin.key, err: err.message }, 'CLI connector: a script could not be started');
+      instance.logger.error({ plugin: instance.plugin.key, err: err.message }, 'CLI connector: a script failed');
       throw new AppError(500, 'execution_failed', err.message);
     }
     throw err;
@@ -84,15 +106,23 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
       config: { optionalBody: true },
       schema: {
         summary: 'Run a short script to the end',
-        description: `Runtime \`args\` fill the script's placeholders in order; \`input\` goes to its stdin. Killed with SIGTERM after ${options.scriptTimeout} ms (status "SIGTERM").`,
+        description:
+          `Runtime \`args\` fill the script's placeholders in order; \`input\` (at most 1 MiB) goes to its stdin. Its process group is killed with SIGTERM after ${options.scriptTimeout} ms (status "SIGTERM"). ` +
+          `403 for an admin-only script; 429 \`too_many_jobs\` when ${options.maxScriptsPerUser} of the caller's calls (${options.maxScripts} in all) are running.`,
         tags,
         params: cmdParams,
-        body: v.strictObject({ args: argsSchema, input: v.optional(v.pipe(v.string(), v.maxLength(MiB))) }),
+        body: v.strictObject({ args: argsSchema, input: v.optional(v.string()) }),
       },
       handler: async (c, { params, body }) => {
-        const s = script(params.cmd);
-        const result = await runScript(s, argv(s, body.args), body.input, options.scriptTimeout, options).catch(failed);
-        return c.json(result);
+        const user = c.get('authUser')!;
+        const s = script(params.cmd, user);
+        inputFits(0, body.input);
+        if (!scripts.take(user.userId)) throw new AppError(429, 'too_many_jobs', `Too many scripts are running (${options.maxScriptsPerUser} per user, ${options.maxScripts} in all); try again when one has ended`);
+        try {
+          return c.json(await runner.script(s, argv(s, body.args), body.input, options.scriptTimeout).catch(failed));
+        } finally {
+          scripts.release(user.userId);
+        }
       },
     }),
     defineRoute({
@@ -100,11 +130,18 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
       path: '/run/:cmd',
       onRequest: signedIn,
       config: { optionalBody: true },
-      schema: { summary: 'Start a background job', description: '201 `{"id"}`; 409 when the running jobs are at the limit.', tags, params: cmdParams, body: v.strictObject({ args: argsSchema }) },
+      schema: {
+        summary: 'Start a background job',
+        description: `201 \`{"id"}\`; 403 for an admin-only script; 409 when ${options.maxJobsPerUser} of the caller's jobs (${options.maxJobs} in all) are running.`,
+        tags,
+        params: cmdParams,
+        body: v.strictObject({ args: argsSchema }),
+      },
       handler: async (c, { params, body }) => {
-        const s = script(params.cmd);
-        const job = await jobs.start(s, argv(s, body.args), c.get('authUser')!.userId).catch(failed);
-        if (!job) throw new AppError(409, 'too_many_jobs', `${options.maxJobs} jobs are running; try again when one has ended`);
+        const user = c.get('authUser')!;
+        const s = script(params.cmd, user);
+        const job = await jobs.start(s, argv(s, body.args), user.userId).catch(failed);
+        if (!job) throw new AppError(409, 'too_many_jobs', `Too many jobs are running (${options.maxJobsPerUser} per user, ${options.maxJobs} in all); try again when one has ended`);
         return c.json({ id: job.id }, 201);
       },
     }),
@@ -115,10 +152,12 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
       config: { optionalBody: true },
       schema: {
         summary: 'Send input or a signal to a job, and read its new output',
-        description: `The output since the last call. 200 once the job has ended (\`done\`: exit status or signal), 202 while it runs. Signals: ${SIGNALS.join(', ')}. Only its owner or an admin: others 404.`,
+        description:
+          `The output since the last call (\`stdin\`: what this call wrote; input is not kept). 200 once the job has ended (\`done\`: exit status or signal), 202 while it runs. ` +
+          `Signals (to the job's whole process group): ${SIGNALS.join(', ')}; any other string is 400 \`invalid_signal\`. Input: at most 1 MiB per job in all (413). Only its owner or an admin: others 404.`,
         tags,
         params: idParams,
-        body: v.strictObject({ input: v.optional(v.pipe(v.string(), v.maxLength(MiB))), signal: v.optional(v.pipe(v.string(), v.maxLength(16))) }),
+        body: v.strictObject({ input: v.optional(v.string()), signal: v.optional(v.string()) }),
       },
       handler: (c, { params, body }) => {
         const user = c.get('authUser')!;
@@ -127,11 +166,12 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
         if (body.signal !== undefined && !(SIGNALS as readonly string[]).includes(body.signal)) {
           throw new AppError(400, 'invalid_signal', `signal must be one of ${SIGNALS.join(', ')}`);
         }
-        if (body.input !== undefined) job.run.write(body.input);
-        if (body.signal !== undefined && job.run.done === undefined) job.run.child.kill(body.signal as AllowedSignal);
+        inputFits(job.run.inputBytes, body.input);
+        const written = body.input !== undefined ? job.run.write(body.input) : undefined;
+        if (body.signal !== undefined) job.run.signal(body.signal as AllowedSignal);
         const news = Jobs.takeNew(job);
         const done = job.run.done;
-        return c.json({ ...(done !== undefined ? { done } : {}), ...news }, done !== undefined ? 200 : 202);
+        return c.json({ ...(done !== undefined ? { done } : {}), stdin: written ? [written] : [], ...news }, done !== undefined ? 200 : 202);
       },
     }),
     defineRoute({

@@ -21,9 +21,15 @@ export interface ScriptConfig {
   /** The program: an absolute path is best (a bare name is looked up in PATH, never by a shell). */
   exe: string;
   args?: TemplateElement[];
-  /** Spawn options: working directory, environment (replaces the service's), text encoding of the output. */
+  /**
+   * Spawn options: working directory, environment, text encoding of the output. The program sees
+   * only PATH, HOME, LANG and TZ of the service's environment, plus `env` (never the service's secrets).
+   */
   opts?: { cwd?: string; env?: Record<string, string>; encoding?: BufferEncoding };
-  hooks?: { stdin?: Hook; stdout?: Hook; stderr?: Hook };
+  /** `lines: true`: the stdout and stderr hooks get whole lines (a secret split across two chunks is one line again). */
+  hooks?: { stdin?: Hook; stdout?: Hook; stderr?: Hook; lines?: boolean };
+  /** Only admins may run it (others: 403). Mark every script that writes, deletes or takes a free argument. */
+  admin?: boolean;
 }
 
 export interface Script {
@@ -35,6 +41,9 @@ export interface Script {
   env?: Record<string, string>;
   encoding: BufferEncoding;
   hooks: { stdin?: Hook; stdout?: Hook; stderr?: Hook };
+  /** The stdout and stderr hooks see whole lines. */
+  lines: boolean;
+  admin: boolean;
 }
 
 /**
@@ -61,9 +70,11 @@ export function registerScriptByConfig(alias: string, config: ScriptConfig, base
   if (scripts.has(alias)) throw new Error(`script "${alias}": this alias is already registered (aliases are unique across plugins)`);
   if (typeof config !== 'object' || config === null) throw new Error(`script "${alias}": the configuration must be an object`);
   if (typeof config.exe !== 'string' || !config.exe) throw new Error(`script "${alias}": exe must be a program path`);
-  const unknown = Object.keys(config).filter((k) => !['exe', 'args', 'opts', 'hooks'].includes(k));
-  if (unknown.length) throw new Error(`script "${alias}": unknown keys ${unknown.join(', ')} (allowed: exe, args, opts, hooks)`);
-  const hooks = config.hooks ?? {};
+  const unknown = Object.keys(config).filter((k) => !['exe', 'args', 'opts', 'hooks', 'admin'].includes(k));
+  if (unknown.length) throw new Error(`script "${alias}": unknown keys ${unknown.join(', ')} (allowed: exe, args, opts, hooks, admin)`);
+  if (config.admin !== undefined && typeof config.admin !== 'boolean') throw new Error(`script "${alias}": admin must be true or false`);
+  const { lines = false, ...hooks } = config.hooks ?? {};
+  if (typeof lines !== 'boolean') throw new Error(`script "${alias}": hooks.lines must be true or false`);
   for (const [name, fn] of Object.entries(hooks)) {
     if (!(HOOK_NAMES as readonly string[]).includes(name) || typeof fn !== 'function') throw new Error(`script "${alias}": hooks.${name} must be one of stdin, stdout, stderr and a function`);
   }
@@ -80,6 +91,8 @@ export function registerScriptByConfig(alias: string, config: ScriptConfig, base
     ...(opts.env ? { env: opts.env } : {}),
     encoding,
     hooks,
+    lines,
+    admin: config.admin ?? false,
   });
 }
 
@@ -104,7 +117,9 @@ export async function registerScriptByPath(alias: string, configPath: string, ho
     }
     const source = (typeof mod.default === 'object' && mod.default !== null ? mod.default : mod) as Record<string, unknown>;
     const hooks = Object.fromEntries(HOOK_NAMES.filter((n) => source[n] !== undefined).map((n) => [n, source[n]]));
-    config = { ...config, hooks: hooks as ScriptConfig['hooks'] };
+    // `lines` may come from the hooks module (`export const lines = true`) or the config file (`hooks: {lines: true}`).
+    const lines = source.lines ?? config.hooks?.lines;
+    config = { ...config, hooks: { ...hooks, ...(lines !== undefined ? { lines } : {}) } as ScriptConfig['hooks'] };
   }
   registerScriptByConfig(alias, config, path.dirname(path.resolve(configPath)));
 }

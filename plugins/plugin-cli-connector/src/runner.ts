@@ -2,71 +2,197 @@
  * Runs registered scripts: always `spawn` with an argument vector and `shell: false` (SPEC.md rule 3),
  * output decoded with the script's encoding, passed through its hooks, and capped per run (older chunks
  * dropped), so a program that writes without end cannot grow the service's memory.
+ *
+ * Safety (CONTRACT section 8): a script gets a minimal environment, never the service's; it runs as
+ * the leader of its own process group, so the timeout, every signal and the shutdown reach whatever it
+ * started (`sh -c 'sleep 40'` included); a hook that throws ends its run, never the service.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
-import type { HookContext, Script } from './registry.ts';
+import type { Hook, HookContext, Script } from './registry.ts';
 
 export const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGKILL', 'SIGHUP', 'SIGUSR1', 'SIGUSR2'] as const;
 export type AllowedSignal = (typeof SIGNALS)[number];
 
-/** After the timeout's SIGTERM, a program that ignores it gets SIGKILL this much later. */
-const KILL_GRACE_MS = 1000;
+/** After the timeout's SIGTERM, a group that ignores it gets SIGKILL this much later... */
+const KILL_GRACE_MS = 500;
+/** ...and this much after the SIGKILL, `/script` answers even if something still holds the pipes (at most timeout + 1 s). */
+const ABANDON_MS = 400;
+/** A job's output nobody has read for this long, once a cap's worth is waiting, stops being read (the program waits). */
+const UNWATCHED_MS = 1000;
+/** The most one read of a pipe brings (Node's default highWaterMark for pipes). */
+const PIPE_READ_BYTES = 64 * 1024;
+/** The only variables of the service's environment a script sees (plus its own `opts.env`). */
+const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'TZ'] as const;
+/** Input written to one run, in all (CONTRACT section 8). */
+export const MAX_INPUT_BYTES = 1024 * 1024;
 
-/** Running children of every job: killed when the service exits, so no job outlives it. */
-const live = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
-});
-
-/** The program could not be started (missing exe, not executable, bad cwd). */
+/** The program could not be started (missing exe, not executable, bad cwd), or a hook of it failed. */
 export class ExecutionError extends Error {}
+
+/** The environment of a script: PATH, HOME, LANG and TZ of the service, then the script's own. */
+export function childEnv(own: Record<string, string> | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of INHERITED_ENV) if (process.env[name] !== undefined) env[name] = process.env[name];
+  return { ...env, ...own };
+}
+
+/** Every run still holding a process group, across connectors: killed when the service's process exits. */
+const everyRun = new Set<Run>();
+process.once('exit', () => {
+  for (const run of everyRun) run.signal('SIGKILL');
+});
 
 export interface Limits {
   /** Bytes of stdout + stderr kept per run. */
   outputCap: number;
 }
 
-/** One running program, its hook context, and the cap on what it keeps. */
-class Run {
+/** Cuts decoded text into whole lines (`hooks.lines`); a line longer than `max` goes as it is. */
+class LineSplitter {
+  private rest = '';
+  constructor(private readonly max: number) {}
+
+  push(text: string): string[] {
+    const parts = (this.rest + text).split(/(?<=\n)/);
+    this.rest = parts.at(-1)!.endsWith('\n') ? '' : parts.pop()!;
+    if (this.rest.length > this.max) {
+      parts.push(this.rest);
+      this.rest = '';
+    }
+    return parts;
+  }
+
+  end(): string[] {
+    const last = this.rest;
+    this.rest = '';
+    return last ? [last] : [];
+  }
+}
+
+/** One running program (a process group), its hook context, and the cap on what it keeps. */
+export class Run {
+  /** `stdin` stays empty: input is not kept once written (CONTRACT section 8). */
   readonly context: HookContext = { stdin: [], stdout: [], stderr: [] };
   /** Chunks dropped from the front of each stream (so readers can keep absolute positions). */
   readonly dropped = { stdin: 0, stdout: 0, stderr: 0 };
   done: number | string | undefined;
+  /** Why svc ended the run (a hook threw); the run's stderr says it too. */
+  failure: string | undefined;
+  /** Bytes of input written so far. */
+  inputBytes = 0;
   readonly finished: Promise<void>;
   private bytes = 0;
+  /** For jobs: when the output was last read (`pauseWhenUnread`, `markRead`), and what was kept since. */
+  private lastRead: number | undefined;
+  private keptSinceRead = 0;
+  private paused = false;
+  private exit: number | string | undefined;
+  private settle!: () => void;
 
   constructor(
     readonly script: Script,
     readonly argv: string[],
     readonly child: ChildProcess,
     private readonly limits: Limits,
+    private readonly onHookError: (hook: string, err: unknown) => void,
   ) {
     for (const stream of ['stdout', 'stderr'] as const) {
       const decoder = new StringDecoder(script.encoding);
-      child[stream]!.on('data', (chunk: Buffer) => this.keep(stream, decoder.write(chunk)));
-      child[stream]!.on('end', () => this.keep(stream, decoder.end()));
+      const lines = script.lines ? new LineSplitter(limits.outputCap) : undefined;
+      const keepAll = (pieces: string[]) => {
+        for (const piece of pieces) this.keep(stream, piece);
+      };
+      child[stream]!.on('data', (chunk: Buffer) => {
+        const text = decoder.write(chunk);
+        keepAll(lines ? lines.push(text) : [text]);
+      });
+      child[stream]!.on('end', () => {
+        const tail = decoder.end();
+        keepAll(lines ? [...lines.push(tail), ...lines.end()] : [tail]);
+      });
     }
+    everyRun.add(this);
     this.finished = new Promise((resolve, reject) => {
-      child.once('error', (err) => reject(new ExecutionError(`"${script.alias}" could not be started: ${err.message}`)));
-      // `close`: the program has exited AND its output is read to the end.
-      child.once('close', (code, signal) => {
-        this.done = code ?? signal ?? 'unknown';
+      this.settle = () => {
+        everyRun.delete(this);
+        this.done ??= this.exit ?? 'SIGKILL';
         resolve();
+      };
+      child.once('error', (err) => {
+        everyRun.delete(this);
+        reject(new ExecutionError(`"${script.alias}" could not be started: ${err.message}`));
+      });
+      child.once('exit', (code, signal) => (this.exit = code ?? signal ?? 'unknown'));
+      // `close`: the program has exited AND its output is read to the end (no member of its group holds the pipes).
+      child.once('close', (code, signal) => {
+        this.done ??= code ?? signal ?? 'unknown';
+        this.settle();
       });
     });
+    this.finished.catch(() => undefined);
     // Writing to a program that has exited is not an error of the service.
     child.stdin?.on('error', () => undefined);
   }
 
+  /** Sends `signal` to the program's whole process group (what it started included). */
+  signal(signal: NodeJS.Signals): void {
+    const pid = this.child.pid;
+    if (pid === undefined || this.done !== undefined) return;
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // The group is gone already (ESRCH).
+    }
+  }
+
+  /**
+   * Stops waiting for the program: the pipes are closed and the run ends now, with its exit status
+   * when it has exited (a member of its group that escaped the group still holds the pipes), else SIGKILL.
+   */
+  abandon(): void {
+    if (this.done !== undefined) return;
+    for (const stream of [this.child.stdin, this.child.stdout, this.child.stderr]) stream?.destroy();
+    this.settle();
+  }
+
+  /** Runs a hook of the script; one that throws ends the run (its stderr says so) and returns undefined. */
+  private hook(name: 'stdin' | 'stdout' | 'stderr', fn: Hook, text: string): ReturnType<Hook> {
+    try {
+      return fn(text, this.context);
+    } catch (err) {
+      if (this.failure === undefined) {
+        this.failure = `the ${name} hook failed`;
+        this.onHookError(name, err);
+        this.push('stderr', `svc: ${this.failure}; the script was stopped\n`);
+        this.signal('SIGKILL');
+        this.abandon();
+      }
+      return undefined;
+    }
+  }
+
   private keep(stream: 'stdout' | 'stderr', text: string): void {
-    if (!text) return;
-    const hook = this.script.hooks[stream];
-    const out = hook ? hook(text, this.context) : text;
-    if (typeof out !== 'string' || !out) return;
+    if (!text || this.failure !== undefined) return;
+    const fn = this.script.hooks[stream];
+    const out = fn ? this.hook(stream, fn, text) : text;
+    if (typeof out !== 'string' || !out || this.failure !== undefined) return;
+    this.push(stream, out);
+    // Nobody reads this job's output: stop reading the pipes (the program waits) instead of spending CPU
+    // on drops; one pipe read's worth before the cap, so what is waiting unread is not dropped either.
+    if (this.lastRead !== undefined && this.keptSinceRead + PIPE_READ_BYTES > this.limits.outputCap && Date.now() - this.lastRead >= UNWATCHED_MS) {
+      this.paused = true;
+      this.child.stdout?.pause();
+      this.child.stderr?.pause();
+    }
+  }
+
+  private push(stream: 'stdout' | 'stderr', out: string): void {
     this.context[stream].push(out);
-    this.bytes += Buffer.byteLength(out);
+    const size = Buffer.byteLength(out);
+    this.bytes += size;
+    this.keptSinceRead += size;
     // The cap: drop the oldest chunks of either stream until the rest fits.
     while (this.bytes > this.limits.outputCap) {
       const from = this.context.stdout.length && (!this.context.stderr.length || this.dropped.stdout <= this.dropped.stderr) ? 'stdout' : 'stderr';
@@ -77,46 +203,121 @@ class Run {
     }
   }
 
-  /** Sends `input` (through the stdin hook) to the program; `end` closes its stdin. */
-  write(input: string, end = false): void {
-    const hook = this.script.hooks.stdin;
-    const out = hook ? hook(input, this.context) : input;
-    if (typeof out === 'string' && out) {
-      this.context.stdin.push(out);
-      if (this.done === undefined) this.child.stdin?.write(out);
+  /**
+   * A job: once a cap's worth of output waits unread (not read yet, or not for UNWATCHED_MS), its
+   * pipes pause until the next read. A `/script` run never pauses: its timeout bounds it.
+   */
+  pauseWhenUnread(): void {
+    this.lastRead = 0;
+  }
+
+  /** The owner read the output: reading the pipes goes on. */
+  markRead(): void {
+    this.lastRead = Date.now();
+    this.keptSinceRead = 0;
+    if (this.paused) {
+      this.paused = false;
+      this.child.stdout?.resume();
+      this.child.stderr?.resume();
     }
+  }
+
+  /**
+   * Sends `input` (through the stdin hook) to the program and returns what was written; `end` closes
+   * its stdin. The caller checks `inputBytes` against MAX_INPUT_BYTES first. Nothing of it is kept.
+   */
+  write(input: string, end = false): string | undefined {
+    this.inputBytes += Buffer.byteLength(input);
+    const fn = this.script.hooks.stdin;
+    const out = fn ? this.hook('stdin', fn, input) : input;
+    const written = typeof out === 'string' && out && this.done === undefined && this.failure === undefined ? out : undefined;
+    if (written) this.child.stdin?.write(written);
     if (end) this.child.stdin?.end();
+    return written;
   }
 }
 
-/** `stdin: false`: the program reads nothing (no pipe to set up: a short script starts faster). */
-function start(script: Script, argv: string[], limits: Limits, stdin = true): Run {
-  const child = spawn(script.exe, argv, {
-    shell: false,
-    cwd: script.cwd,
-    env: script.env ?? process.env,
-    stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    windowsHide: true,
-  });
-  return new Run(script, argv, child, limits);
+/** The runs of one connector: started here, all killed by `killAll` (the service's shutdown). */
+export class Runner {
+  private readonly live = new Set<Run>();
+
+  constructor(
+    private readonly limits: Limits,
+    private readonly onHookError: (script: Script, hook: string, err: unknown) => void,
+  ) {}
+
+  /** `stdin: false`: the program reads nothing (no pipe to set up: a short script starts faster). */
+  start(script: Script, argv: string[], stdin = true): Run {
+    const child = spawn(script.exe, argv, {
+      shell: false,
+      cwd: script.cwd,
+      env: childEnv(script.env),
+      stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      // Its own process group (pgid = its pid): signals reach its children through `kill(-pid)`.
+      detached: true,
+      windowsHide: true,
+    });
+    const run = new Run(script, argv, child, this.limits, (hook, err) => this.onHookError(script, hook, err));
+    this.live.add(run);
+    run.finished.then(
+      () => this.live.delete(run),
+      () => this.live.delete(run),
+    );
+    return run;
+  }
+
+  /** Kills every process group still running (shutdown): nothing a script started outlives the service. */
+  killAll(): void {
+    for (const run of this.live) {
+      run.signal('SIGKILL');
+      run.abandon();
+    }
+  }
+
+  /** `POST /script/:cmd`: runs to the end or the timeout (SIGTERM, then SIGKILL, answering by timeout + 1 s); the whole output. */
+  async script(script: Script, argv: string[], input: string | undefined, timeoutMs: number) {
+    const run = this.start(script, argv, input !== undefined);
+    if (input !== undefined) run.write(input, true);
+    const timers: NodeJS.Timeout[] = [
+      setTimeout(() => run.signal('SIGTERM'), timeoutMs),
+      setTimeout(() => run.signal('SIGKILL'), timeoutMs + KILL_GRACE_MS),
+      setTimeout(() => run.abandon(), timeoutMs + KILL_GRACE_MS + ABANDON_MS),
+    ];
+    try {
+      await run.finished;
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+    }
+    if (run.failure !== undefined) throw new ExecutionError(`"${script.alias}": ${run.failure}`);
+    return { stdout: run.context.stdout.join(''), stderr: run.context.stderr.join(''), status: run.done! };
+  }
 }
 
-/** `POST /script/:cmd`: runs to the end or the timeout (SIGTERM, then SIGKILL); the whole output. */
-export async function runScript(script: Script, argv: string[], input: string | undefined, timeoutMs: number, limits: Limits) {
-  const run = start(script, argv, limits, input !== undefined);
-  if (input !== undefined) run.write(input, true);
-  let killer: NodeJS.Timeout | undefined;
-  const timer = setTimeout(() => {
-    run.child.kill('SIGTERM');
-    killer = setTimeout(() => run.child.kill('SIGKILL'), KILL_GRACE_MS);
-  }, timeoutMs);
-  try {
-    await run.finished;
-  } finally {
-    clearTimeout(timer);
-    clearTimeout(killer);
+/** Running things per user and in all, each at most its cap (`/script` calls, background jobs). */
+export class Slots {
+  private readonly perUser = new Map<string, number>();
+  private total = 0;
+
+  constructor(
+    private readonly userCap: number,
+    private readonly totalCap: number,
+  ) {}
+
+  /** Takes a slot for `user`, or returns false when they or everyone are at the cap. */
+  take(user: string): boolean {
+    const mine = this.perUser.get(user) ?? 0;
+    if (mine >= this.userCap || this.total >= this.totalCap) return false;
+    this.perUser.set(user, mine + 1);
+    this.total++;
+    return true;
   }
-  return { stdout: run.context.stdout.join(''), stderr: run.context.stderr.join(''), status: run.done! };
+
+  release(user: string): void {
+    const mine = (this.perUser.get(user) ?? 1) - 1;
+    if (mine > 0) this.perUser.set(user, mine);
+    else this.perUser.delete(user);
+    this.total--;
+  }
 }
 
 export interface Job {
@@ -127,41 +328,51 @@ export interface Job {
   owner: string;
   run: Run;
   /** What the last `/job/:id` read had reached, per stream (absolute chunk positions). */
-  read: { stdin: number; stdout: number; stderr: number };
+  read: { stdout: number; stderr: number };
 }
 
-/** Background jobs (`/run/:cmd`): at most `maxJobs` running, removed `retentionMs` after they end. */
+/** Background jobs (`/run/:cmd`): at most `maxJobs` running (also per user), removed `retentionMs` after they end. */
 export class Jobs {
   private readonly jobs = new Map<string, Job>();
+  private readonly slots: Slots;
 
-  constructor(private readonly opts: Limits & { maxJobs: number; retentionMs: number }) {}
-
-  get running(): number {
-    let n = 0;
-    for (const job of this.jobs.values()) if (job.run.done === undefined) n++;
-    return n;
+  constructor(
+    private readonly runner: Runner,
+    private readonly opts: { maxJobs: number; maxJobsPerUser: number; retentionMs: number },
+  ) {
+    this.slots = new Slots(opts.maxJobsPerUser, opts.maxJobs);
   }
 
-  /** Starts a job, or returns null when `maxJobs` are running. Throws ExecutionError when it cannot start. */
+  /** Starts a job, or returns null when its owner's or everyone's jobs are at the cap. Throws ExecutionError when it cannot start. */
   async start(script: Script, argv: string[], owner: string): Promise<Job | null> {
-    if (this.running >= this.opts.maxJobs) return null;
+    if (!this.slots.take(owner)) return null;
     const id = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
-    const run = start(script, argv, this.opts);
-    // A spawn failure surfaces as an `error` event right after spawn: wait for either that or the pid.
-    await new Promise<void>((resolve, reject) => {
-      if (run.child.pid !== undefined) return resolve();
-      run.finished.catch(reject);
-      run.child.once('spawn', resolve);
-    });
-    const job: Job = { id, cmd: script.alias, argv, owner, run, read: { stdin: 0, stdout: 0, stderr: 0 } };
+    let run: Run;
+    try {
+      run = this.runner.start(script, argv);
+      // A spawn failure surfaces as an `error` event right after spawn: wait for either that or the pid.
+      await new Promise<void>((resolve, reject) => {
+        if (run.child.pid !== undefined) return resolve();
+        run.finished.catch(reject);
+        run.child.once('spawn', resolve);
+      });
+    } catch (err) {
+      this.slots.release(owner);
+      throw err;
+    }
+    run.pauseWhenUnread();
+    const job: Job = { id, cmd: script.alias, argv, owner, run, read: { stdout: 0, stderr: 0 } };
     this.jobs.set(id, job);
-    live.add(run.child);
-    void run.finished
-      .then(
-        () => setTimeout(() => this.jobs.delete(id), this.opts.retentionMs).unref(),
-        () => this.jobs.delete(id),
-      )
-      .finally(() => live.delete(run.child));
+    void run.finished.then(
+      () => {
+        this.slots.release(owner);
+        setTimeout(() => this.jobs.delete(id), this.opts.retentionMs).unref();
+      },
+      () => {
+        this.slots.release(owner);
+        this.jobs.delete(id);
+      },
+    );
     return job;
   }
 
@@ -176,14 +387,15 @@ export class Jobs {
   }
 
   /** What is new since the last read of this job (then marked read). */
-  static takeNew(job: Job): { stdin: string[]; stdout: string[]; stderr: string[] } {
-    const out = { stdin: [] as string[], stdout: [] as string[], stderr: [] as string[] };
-    for (const stream of ['stdin', 'stdout', 'stderr'] as const) {
+  static takeNew(job: Job): { stdout: string[]; stderr: string[] } {
+    const out = { stdout: [] as string[], stderr: [] as string[] };
+    for (const stream of ['stdout', 'stderr'] as const) {
       const chunks = job.run.context[stream];
       const dropped = job.run.dropped[stream];
       out[stream] = chunks.slice(Math.max(0, job.read[stream] - dropped));
       job.read[stream] = dropped + chunks.length;
     }
+    job.run.markRead();
     return out;
   }
 }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Script } from './registry.ts';
-import { runScript } from './runner.ts';
+import { Runner } from './runner.ts';
 import { ArgumentError, buildArgv, compileTemplate, placeholderCount } from './templates.ts';
 
 const PRINT_ARGV = fileURLToPath(new URL('../../../test/fixtures/cli/print-argv.mjs', import.meta.url));
@@ -76,15 +76,16 @@ describe('buildArgv (properties)', () => {
 describe('accepted values reach a real program byte for byte (spawn, no shell)', () => {
   const script = (args: unknown[]): Script => {
     const template = compileTemplate('argv', args, '/');
-    return { alias: 'argv', exe: process.execPath, template, argCount: placeholderCount(template), encoding: 'utf8', hooks: {} };
+    return { alias: 'argv', exe: process.execPath, template, argCount: placeholderCount(template), encoding: 'utf8', hooks: {}, lines: false, admin: false };
   };
 
   it('any value without NUL, through `{}` and inside a concatenated argument', async () => {
     const s = script([PRINT_ARGV, {}, ['--opt=', {}, '!']]);
+    const runner = new Runner({ outputCap: 1024 * 1024 }, () => undefined);
     await fc.assert(
       fc.asyncProperty(fc.string({ maxLength: 40 }).filter((x) => !x.includes('\0')), fc.string({ maxLength: 10 }).filter((x) => !x.includes('\0')), async (a, b) => {
         const argv = buildArgv(s.template, [a, b]);
-        const { stdout, status } = await runScript(s, argv, undefined, 5000, { outputCap: 1024 * 1024 });
+        const { stdout, status } = await runner.script(s, argv, undefined, 5000);
         expect(status).toBe(0);
         expect(JSON.parse(stdout)).toEqual([a, `--opt=${b}!`]);
       }),

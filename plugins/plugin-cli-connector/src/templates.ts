@@ -4,7 +4,7 @@
  * and validated values. No value is ever parsed, split or quoted: each placeholder yields exactly one
  * piece of one argument, and the program gets the vector as is (no shell).
  */
-import { realpathSync } from 'node:fs';
+import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 
 /** A runtime placeholder: `{}` (any value), or any of `allow`, `deny`, `path`. */
@@ -101,26 +101,52 @@ export function compileTemplate(alias: string, args: unknown, baseDir: string): 
 /** How many runtime values the template takes. */
 export const placeholderCount = (t: CompiledTemplate): number => t.flat().filter((p) => typeof p !== 'string').length;
 
-/** A value inside `base` after following symlinks (of the path and of its existing parents). */
-function insideBase(base: string, value: string, position: number): string {
-  const candidate = path.resolve(base, value);
-  // Follow symlinks as far as the path exists; the rest (a file to be created) is appended as written.
-  let existing = candidate;
-  const rest: string[] = [];
-  for (;;) {
-    try {
-      existing = realpathSync(existing);
-      break;
-    } catch {
-      const parent = path.dirname(existing);
-      if (parent === existing) throw new ArgumentError(position, `argument ${position} does not resolve to a path`);
-      rest.unshift(path.basename(existing));
-      existing = parent;
-    }
+const isInside = (base: string, p: string): boolean => p === base || p.startsWith(base.endsWith(path.sep) ? base : `${base}${path.sep}`);
+
+/** Where a symlink points, as written (resolved against its folder); '' when it cannot be read. */
+function linkTarget(link: string): string {
+  try {
+    return path.resolve(path.dirname(link), readlinkSync(link));
+  } catch {
+    return '';
   }
-  const real = path.join(existing, ...rest);
-  if (real !== base && !real.startsWith(base.endsWith(path.sep) ? base : `${base}${path.sep}`)) {
-    throw new ArgumentError(position, `argument ${position} is outside the allowed directory (path rule)`);
+}
+
+/**
+ * A value inside `base`, resolved component by component (CONTRACT section 8): each existing
+ * component is looked at with `lstat`, a symlink is followed to its real target, which must exist
+ * and lie inside the base (a dangling symlink is refused: writing through it would create a file
+ * wherever it points); the first component that does not exist and everything after it are a path
+ * to be created, appended as written. Resolved right before the spawn (same tick), and the program
+ * gets the resolved real path.
+ */
+function insideBase(base: string, value: string, position: number): string {
+  const outside = () => new ArgumentError(position, `argument ${position} is outside the allowed directory (path rule)`);
+  const candidate = path.resolve(base, value);
+  if (!isInside(base, candidate)) throw outside();
+  const parts = path.relative(base, candidate).split(path.sep).filter(Boolean);
+  let real = base;
+  for (const [i, part] of parts.entries()) {
+    const next = path.join(real, part);
+    let stat;
+    try {
+      stat = lstatSync(next);
+    } catch {
+      // Nothing there: a path to be created (no symlink can hide in what does not exist).
+      return path.join(next, ...parts.slice(i + 1));
+    }
+    if (stat.isSymbolicLink()) {
+      let target: string;
+      try {
+        target = realpathSync(next);
+      } catch {
+        // Dangling (or a loop): outside when it points outside, else it leads nowhere.
+        if (!isInside(base, linkTarget(next))) throw outside();
+        throw new ArgumentError(position, `argument ${position} is a symlink that leads nowhere (path rule)`);
+      }
+      if (!isInside(base, target)) throw outside();
+      real = target;
+    } else real = next;
   }
   return real;
 }

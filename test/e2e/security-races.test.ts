@@ -252,7 +252,7 @@ describe.skipIf(!redisUrl)('races on real Redis with two instances', () => {
       const { id: passkeyId } = (await (await jar.fetch(B, '/auth/passkeys', { method: 'POST', json: { response: device.create(creation) } })).json()) as { id: string };
       await A.instance.auth.accounts.link(user.id, 'racy', `acct-${round}-${randomUUID()}`);
       const doc = (await A.instance.auth.users.findById(user.id))!;
-      const [{ providerAccountId }] = doc.oauthAccounts as [{ providerAccountId: string }];
+      const { providerAccountId } = doc.oauthAccounts[0]!;
       await A.instance.auth.users.users.updateOne({ _id: user.id }, { $unset: { passwordHash: '' } });
       const [unlink, remove] = await Promise.all([
         jar.clone().fetch(A, `/auth/account/providers/racy/${providerAccountId}`, { method: 'DELETE' }),

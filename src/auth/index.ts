@@ -281,7 +281,12 @@ export class Auth {
 
   /** `POST /auth/logout-all`: a lifecycle event (pending second steps, links, challenges die), then every session ends. */
   async logoutEverywhere(userId: string): Promise<void> {
-    await this.users.advanceEpoch(userId);
+    try {
+      await this.users.advanceEpoch(userId);
+    } catch (err) {
+      // A user removed from the database behind svc's back: nothing pending to kill, sessions still end.
+      if ((err as AppError).code !== 'not_found') throw err;
+    }
     await this.endAllSessions(userId);
   }
 

@@ -105,7 +105,7 @@ export class Realtime {
       serveClient: false, // frontends bundle socket.io-client
       ...(config.env.frontendUrls.length ? { cors: { origin: config.env.frontendUrls, credentials: true } } : {}),
     });
-    if (connection) this.adapterConnections = streamsAdapter(this.io, connection, config.auth.store.keyPrefix);
+    if (connection) this.adapterConnections = streamsAdapter(this.io, connection, config.auth.store.keyPrefix, logger);
     // Every namespace, the main one and those plugins create, admits only authenticated sockets.
     this.guard(this.io.of('/'));
     this.io.on('new_namespace', (nsp: Namespace) => this.guard(nsp));
@@ -261,6 +261,7 @@ export class Realtime {
 interface AdapterConnection {
   duplicate(...args: unknown[]): AdapterConnection;
   disconnect(): void;
+  on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
 /**
@@ -270,7 +271,13 @@ interface AdapterConnection {
  * lost); it works on one Redis, Sentinel and a Cluster (one stream key, one node).
  * Returns every connection it uses, for `close` (the adapter duplicates the one it is given).
  */
-function streamsAdapter(io: RealtimeServer, connection: AdapterConnection, keyPrefix: string): AdapterConnection[] {
+function streamsAdapter(io: RealtimeServer, connection: AdapterConnection, keyPrefix: string, logger: Logger): AdapterConnection[] {
+  // ioredis reconnects by itself; the store's own connection already reports an outage, so once is enough here.
+  let reported = false;
+  connection.on('error', (err) => {
+    if (!reported) logger.debug({ err: err.message }, 'realtime adapter: Redis connection lost; reconnecting');
+    reported = true;
+  });
   const connections = [connection];
   const duplicate = connection.duplicate.bind(connection);
   connection.duplicate = (...args: unknown[]) => {

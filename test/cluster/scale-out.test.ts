@@ -103,6 +103,19 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
       expect(taken.filter((v) => v !== null)).toHaveLength(1);
     });
 
+    it('realtime spans the instances: a server-side emit on one reaches the other (socket.io Redis Streams adapter on this topology)', async () => {
+      const got = new Promise<unknown>((resolve) => b.instance.realtime.io.on('scaleOutPing', resolve));
+      // The adapter's reader starts with the instance; emit until B has heard one (its first XREAD may still be on its way).
+      let heard: unknown;
+      void got.then((v) => (heard = v));
+      await until('B hears a server-side emit of A', async () => {
+        a.instance.realtime.io.serverSideEmit('scaleOutPing', { from: 'a' });
+        await new Promise((r) => setTimeout(r, 100));
+        return heard !== undefined;
+      });
+      expect(heard).toEqual({ from: 'a' });
+    });
+
     it('the login rate limit counts across instances: 5 wrong passwords, then 429 on either', async () => {
       const { email } = await a.createUser({ password: PASSWORD });
       for (let i = 0; i < 5; i++) {

@@ -3,7 +3,12 @@
 // is parsed by mailparser, and the test reads the link out of the mail as a person would click it.
 // Expiry is tested with the tokens' injectable clock, never by sleeping.
 
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
@@ -11,6 +16,7 @@ import { createLogger } from '../../src/logger.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { dumpStore, setCookies } from '../support/auth.ts';
 import { startSmtp, tokenFrom, type TestSmtp } from '../support/smtp.ts';
+import { PROJECT_DIR } from '../support/spawn.ts';
 
 const redisUrl = inject('redisUrl') || undefined;
 const FRONTEND = 'http://localhost:5173';
@@ -499,5 +505,31 @@ describe('templates, notices and the transport', () => {
       await expect(loadConfig({ SVC_APP_PATH: '/nonexistent-app' }, { raw: { auth } })).rejects.toThrow(/SVC_SMTP_URL/);
     }
     await expect(loadConfig({ SVC_APP_PATH: '/nonexistent-app', SVC_SMTP_URL: 'http://mail.example' }, { raw: {} })).rejects.toThrow(/SVC_SMTP_URL must be smtp/);
+  });
+});
+
+describe('svc doctor', () => {
+  /** `svc doctor` as an operator runs it, in a process (asynchronously: this process serves the SMTP server meanwhile); its mail lines. */
+  async function doctorMail(env: Record<string, string>, config: object = {}): Promise<string[]> {
+    const root = mkdtempSync(path.join(tmpdir(), 'svc-doctor-mail-'));
+    writeFileSync(path.join(root, 'svc.config.json'), JSON.stringify(config));
+    const run = await promisify(execFile)(process.execPath, [path.join(PROJECT_DIR, 'bin/svc.js'), 'doctor'], {
+      cwd: PROJECT_DIR,
+      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_APP_PATH: root, ...env },
+      timeout: 60_000,
+    }).catch((err: { stdout: string }) => err);
+    return run.stdout.split('\n').filter((l) => /^(ok {2}|WARN|FAIL) (SMTP reachable|SVC_MAIL_FROM|email links|mail):/.test(l));
+  }
+
+  it('SMTP reachable (EHLO), the sender set, the link base URL one of SVC_FRONTEND_URLS', async () => {
+    const good = await doctorMail({ SVC_SMTP_URL: smtp.url, SVC_MAIL_FROM: 'App <no-reply@example.test>', SVC_FRONTEND_URLS: FRONTEND });
+    expect(good).toEqual(['ok'.padEnd(4) + ' SMTP reachable: EHLO answered', 'ok'.padEnd(4) + ' SVC_MAIL_FROM: App <no-reply@example.test>', `${'ok'.padEnd(4)} email links: links in mails go to ${FRONTEND}`]);
+
+    const closed = await startSmtp();
+    await closed.close();
+    const bad = await doctorMail({ SVC_SMTP_URL: closed.url, SVC_FRONTEND_URLS: FRONTEND }, { auth: { email: { linkBaseUrl: 'https://elsewhere.example' } } });
+    expect(bad.map((l) => l.split(':')[0])).toEqual(['FAIL SMTP reachable', 'FAIL SVC_MAIL_FROM', 'FAIL email links']);
+
+    expect(await doctorMail({ SVC_FRONTEND_URLS: FRONTEND })).toEqual([expect.stringMatching(/^ok {3}mail: SVC_SMTP_URL not set/)]);
   });
 });

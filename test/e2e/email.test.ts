@@ -193,6 +193,25 @@ describe('sign-up and verification', () => {
     expect((await post(browser(a), '/auth/password/reset', { token: tokenFrom(mail!, '/reset-password'), newPassword: 'the owner resets it' })).status).toBe(204);
   });
 
+  it("an unverified sign-up does not own its address: the owner's reset removes the ways in its maker added (TOTP) and ends its sessions", async () => {
+    const open = await app({ config: { auth: { signup: { enabled: true, requireVerifiedEmail: false } }, server: { trustProxy: 1 } } });
+    const victim = newEmail();
+    const intruder = browser(open);
+    expect((await post(intruder, '/auth/signup', { email: victim, password: 'the intruder password' })).status).toBe(202);
+    expect((await intruder.login(victim, 'the intruder password')).status).toBe(200);
+    const enrolled = (await (await post(intruder, '/auth/totp/enroll', {})).json()) as { otpauthUri: string };
+    const totp = new TOTP({ secret: Secret.fromBase32(new URL(enrolled.otpauthUri).searchParams.get('secret')!) });
+    expect((await post(intruder, '/auth/totp/confirm', { code: totp.generate() })).status).toBe(200);
+
+    await post(browser(open), '/auth/password/forgot', { email: victim });
+    const reset = (await smtp.waitFor(victim, 2)).find((m) => m.subject === 'Reset your password')!;
+    expect((await post(browser(open), '/auth/password/reset', { token: tokenFrom(reset, '/reset-password'), newPassword: 'the owner password' })).status).toBe(204);
+    expect((await intruder.fetch('/auth/session')).status).toBe(401);
+    const owner = await browser(open).login(victim, 'the owner password');
+    expect(await owner.json()).toMatchObject({ user: { email: victim } }); // no second step: the intruder's TOTP is gone
+    expect((await open.instance.auth.users.findByEmail(victim))!.email_verified).toBe(true);
+  });
+
   it('sign-up: a weak password or a bad email is 400; signup off is 403 signup_disabled; no extra fields', async () => {
     for (const body of [{ email: newEmail(), password: 'short' }, { email: 'not an email', password: 'long enough pw' }, { email: newEmail(), password: 'long enough pw', isAdmin: true }]) {
       const res = await post(browser(a), '/auth/signup', body);

@@ -77,6 +77,7 @@ export const disableTotp = ({ auth }: ServerInstance) =>
       }
       await auth.totp.disable(user);
       await auth.sessions.rewrite(user._id, { totp: false });
+      auth.email.notify(user, 'totpDisabled');
       return c.body(null, 204);
     },
   });

@@ -91,21 +91,19 @@ export class Realtime {
   private readonly identify: (socket: Socket) => Promise<Caller>;
   /** What to do with each admitted socket once its namespace connects it. */
   private readonly pending = new WeakMap<Socket, () => void>();
-  /** The Redis connections of the cross-instance adapter (none on the embedded store). */
-  private readonly adapterConnections?: AdapterConnection[];
+  /** The Redis connections of the cross-instance adapter (none on the embedded store, none before `attach`). */
+  private adapterConnections?: AdapterConnection[];
 
   constructor(private readonly deps: { config: Config; logger: Logger; auth: Auth; db: Database; store: Store }) {
     const { config, logger, auth } = deps;
     this.registry = new ConnectionRegistry(logger);
     this.channel = `${config.auth.store.keyPrefix}realtime`;
     this.identify = handshake(auth, config);
-    const connection = deps.store.dedicatedConnection?.() as AdapterConnection | undefined;
     this.io = new Server({
       path: SOCKET_PATH,
       serveClient: false, // frontends bundle socket.io-client
       ...(config.env.frontendUrls.length ? { cors: { origin: config.env.frontendUrls, credentials: true } } : {}),
     });
-    if (connection) this.adapterConnections = streamsAdapter(this.io, connection, config.auth.store.keyPrefix, logger);
     // Every namespace, the main one and those plugins create, admits only authenticated sockets.
     this.guard(this.io.of('/'));
     this.io.on('new_namespace', (nsp: Namespace) => this.guard(nsp));
@@ -120,6 +118,10 @@ export class Realtime {
    * to the announcements of other instances (a socket must never exist unsubscribed).
    */
   async attach(http: HttpServer): Promise<void> {
+    // Rooms and broadcasts across instances, set up only by a process that serves sockets (an app
+    // used in-process, as the tests do, opens no connections for it).
+    const connection = this.deps.store.dedicatedConnection?.() as AdapterConnection | undefined;
+    if (connection) this.adapterConnections = streamsAdapter(this.io, connection, this.deps.config.auth.store.keyPrefix, this.deps.logger);
     this.subscription = await this.deps.store.subscribe(
       this.channel,
       (raw) => this.receive(raw),

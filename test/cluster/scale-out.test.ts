@@ -5,6 +5,7 @@
 // replicated: WAIT) and, once a replica has taken over, the session still works.
 
 import { createHash, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../src/store/redis.ts';
@@ -104,6 +105,8 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
     });
 
     it('realtime spans the instances: a server-side emit on one reaches the other (socket.io Redis Streams adapter on this topology)', async () => {
+      // As a serving process does (the adapter is set up when socket.io attaches to the HTTP server).
+      for (const t of [a, b]) await t.instance.realtime.attach(createServer());
       const got = new Promise<unknown>((resolve) => b.instance.realtime.io.on('scaleOutPing', resolve));
       // The adapter's reader starts with the instance; emit until B has heard one (its first XREAD may still be on its way).
       let heard: unknown;

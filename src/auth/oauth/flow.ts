@@ -250,7 +250,6 @@ export class OAuthFlow {
     let started = null;
     for (let attempt = 0; attempt < 2 && !started; attempt++) {
       const user = await this.resolveUser(c, doc, identity, accountId);
-      await this.auth.users.users.updateOne({ _id: user._id }, { $set: { lastLoginAt: new Date().toISOString() } });
       if (totpEnabled(user) && this.config.auth.totp.oauth) {
         // The provider proved one factor; the login page asks for the code (POST /auth/login/totp),
         // which then answers the stored return path. No session, token blob or handler before that.

@@ -259,6 +259,15 @@ describe('configuration of the real process', () => {
     expect(await svc.stop()).toBe(0);
   });
 
+  it(".env in the app root is read at start; a variable the real environment sets keeps its value", async () => {
+    const root = appRoot({ '.env': `# as .env.example\nSVC_AUTH_COOKIE_NAME=sid_from_dotenv\nPORT=1\nSVC_ADMIN_EMAIL=admin@example.test\n` });
+    const svc = await startReadySvc({ appRoot: root, env: ADMIN }); // PORT is set by the test: the service listens there, not on 1
+    expect(await loginCookie(svc)).toMatch(/^sid_from_dotenv=/);
+    const line = await svc.waitForLog((l) => /environment read from \.env/.test(l.msg ?? ''));
+    expect(line.file).toBe(path.join(root, '.env'));
+    expect(await svc.stop()).toBe(0);
+  });
+
   it('SERVER_TOKEN_SECRET set: a warning log line says it is obsolete; the secret is not logged', async () => {
     const svc = await startReadySvc({ env: { SERVER_TOKEN_SECRET: 'jwt-secret-0815-do-not-log' } });
     const warning = await svc.waitForLog((l) => /obsolete/i.test(l.msg ?? ''));

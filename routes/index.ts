@@ -1,6 +1,7 @@
 import type { RouteDefinition } from '../src/http/route.ts';
 import type { ServerInstance } from '../src/instance.ts';
 import { changeOwnPassword, disconnectAccount, endOwnSession, listConnectedAccounts, listOwnSessions, startConnect } from './auth/account.ts';
+import { forgotPassword, requestMagicLink, requestVerification, resetPassword, signup, useMagicLink, verifyEmail } from './auth/email.ts';
 import { downloadAsset, downloadSessionAsset, mintAssetToken } from './auth/assets.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
@@ -38,6 +39,13 @@ const factories = [
   deletePasskey,
   passkeyLoginOptions,
   loginPasskey,
+  forgotPassword,
+  resetPassword,
+  signup,
+  requestVerification,
+  verifyEmail,
+  requestMagicLink,
+  useMagicLink,
   createUser,
   listUsers,
   getUser,

@@ -9,6 +9,8 @@ import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { loadConfig, readConfigFile, type Config } from './config/load.ts';
 import { checkedSeeds } from './plugins/seeds.ts';
+import { Mailer } from './email/transport.ts';
+import { createLogger } from './logger.ts';
 
 export type Verdict = 'ok' | 'warn' | 'fail';
 export interface Check {
@@ -184,6 +186,23 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
     add('MongoDB reachable', problem ? 'fail' : 'ok', problem ?? 'ping answered', 'start MongoDB or fix MONGODB_URL');
   } else {
     add('MongoDB', production ? 'fail' : 'warn', 'MONGODB_URL not set: the embedded database (one process, one folder)', 'set MONGODB_URL for production and for several instances');
+  }
+
+  // Mail (CONTRACT 12): the relay answers EHLO, the sender is this app's, and links lead to a listed frontend.
+  if (config.env.smtpUrl) {
+    let problem: string | null = null;
+    try {
+      await new Mailer(config, createLogger('silent')).verify();
+    } catch (err) {
+      problem = (err as Error).message.replace(/\/\/[^@/]*@/g, '//***@');
+    }
+    add('SMTP reachable', problem ? 'fail' : 'ok', problem ?? 'EHLO answered', 'start the relay or fix SVC_SMTP_URL (smtp://user:pass@host:587, smtps://host:465)');
+    add('SVC_MAIL_FROM', env.SVC_MAIL_FROM ? 'ok' : 'fail', env.SVC_MAIL_FROM ? config.env.mailFrom : `not set: mails come from "${config.env.mailFrom}"`, 'set SVC_MAIL_FROM to an address of your domain ("App <no-reply@example.com>"), or relays and mailboxes reject the mails');
+    const linkBase = config.auth.email.linkBaseUrl;
+    const listed = frontends.includes(new URL(linkBase).origin);
+    add('email links', listed ? 'ok' : 'fail', `links in mails go to ${linkBase}${listed ? '' : ', which is not in SVC_FRONTEND_URLS'}`, 'set auth.email.linkBaseUrl to a frontend listed in SVC_FRONTEND_URLS: its pages POST the tokens, and other origins are refused (csrf_failed)');
+  } else {
+    add('mail', 'ok', 'SVC_SMTP_URL not set: sign-up, verification, password reset and magic links are off (501 email_not_configured)');
   }
   return checks;
 }

@@ -27,7 +27,7 @@ export const reauthenticate = ({ auth }: ServerInstance) =>
         v.strictObject({ password: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)) }),
         v.strictObject({ code }),
         v.strictObject({ response: authenticationResponse }),
-      ]),
+      ], 'must be one of {"password"}, {"code"} or {"response"}'),
     },
     handler: async (c, { body }) => {
       const session = c.get('session')!;

@@ -33,6 +33,8 @@ export const login = ({ auth }: ServerInstance) =>
     handler: async (c, { body }) => {
       const user = await auth.checkPassword(c, body.email, body.password);
       if (!user) throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
+      // Only after the right password: a wrong one stays 401 and tells nothing about the account.
+      if (auth.email.mustVerifyFirst(user)) throw new AppError(403, 'email_not_verified', 'Confirm your email address first: follow the link in the mail (POST /auth/email/verify/request sends a new one)');
       if (totpEnabled(user)) {
         // Second step: POST /auth/login/totp with the code, from this browser (CONTRACT section 10).
         await auth.mfa.start(c, { userId: user._id, epoch: epochOf(user), provider: 'password' });

@@ -63,7 +63,7 @@ export const disableTotp = ({ auth }: ServerInstance) =>
       description:
         'Body `{"code"}` (a current code) or `{"password"}`. 400 `invalid_code`, 401 `invalid_credentials`, 409 `totp_not_enabled`, 429 `too_many_attempts` (wrong codes count toward the per-user limit of the second login step), 403 `reauthentication_required`.',
       tags,
-      body: v.union([v.strictObject({ code }), v.strictObject({ password: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)) })]),
+      body: v.union([v.strictObject({ code }), v.strictObject({ password: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)) })], 'must be one of {"code"} or {"password"}'),
     },
     handler: async (c, { body }) => {
       const user = await auth.users.get(c.get('authUser')!.userId);
@@ -77,6 +77,7 @@ export const disableTotp = ({ auth }: ServerInstance) =>
       }
       await auth.totp.disable(user);
       await auth.sessions.rewrite(user._id, { totp: false });
+      auth.email.notify(user, 'totpDisabled');
       return c.body(null, 204);
     },
   });
@@ -92,7 +93,7 @@ export const loginTotp = ({ auth }: ServerInstance) =>
       description:
         'Needs the `svc_mfa` cookie of `POST /auth/login` (`{"mfaRequired":true}`) or of an OAuth callback that redirected to `/login?mfa=totp`. Answers like a password login (OAuth: plus `returnTo`). 401 `invalid_code` (5 codes checked end the login), 401 `mfa_expired`, 429 `too_many_attempts` (10 codes per user in 15 minutes).',
       tags: ['auth'],
-      body: v.union([v.strictObject({ code }), v.strictObject({ recoveryCode })]),
+      body: v.union([v.strictObject({ code }), v.strictObject({ recoveryCode })], 'must be one of {"code"} or {"recoveryCode"}'),
     },
     handler: async (c, { body }) => {
       const pending = await auth.mfa.current(c);

@@ -28,6 +28,8 @@ import { epochOf, isAdmin, UserService, WAYS_IN_IN_DOC, type UserDoc, type UserP
 import { PasskeyService, type PasskeyView } from './passkeys.ts';
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
 import { randomBytes } from 'node:crypto';
+import { Mailer } from '../email/transport.ts';
+import { EmailSelfService } from './self-service.ts';
 
 /** A `can()` resolver: true or false decides, undefined abstains (CONTRACT section 4). */
 export type PermissionResolver = (permission: string, c: Context<AppEnv>) => boolean | undefined | Promise<boolean | undefined>;
@@ -73,6 +75,10 @@ export class Auth {
   readonly accounts: AccountLinks;
   /** WebAuthn credentials (CONTRACT section 11). */
   readonly passkeys: PasskeyService;
+  /** Mail through SMTP (`SVC_SMTP_URL`), sent off the request path. */
+  readonly mailer: Mailer;
+  /** Sign-up, verification, password reset, magic links and security notices (CONTRACT 12). */
+  readonly email: EmailSelfService;
   private readonly logger: Logger;
   private readonly waysInStore: Store;
 
@@ -80,7 +86,7 @@ export class Auth {
     readonly config: Config,
     readonly sessions: SessionService,
     readonly users: UserService,
-    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger },
+    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger; mailer: Mailer },
   ) {
     this.workSessions = parts.workSessions;
     this.logger = parts.logger;
@@ -98,10 +104,14 @@ export class Auth {
     this.assets = new AssetTokens(parts.stores.forRole('sessions'), config.auth.store.keyPrefix, sessions);
     // Best effort: a session token also checks at every download that its session lives.
     this.onSessionEnd((sid) => this.assets.endSession(sid).catch(() => {}));
+    this.mailer = parts.mailer;
+    this.email = new EmailSelfService(this, config, parts.stores.forRole('sessions'), parts.mailer, this.flowCookies);
     this.cookieName = config.auth.cookie.hostPrefix ? `__Host-${config.auth.cookie.name}` : config.auth.cookie.name;
   }
 
   static async create(config: Config, stores: Stores, db: Database, logger: Logger): Promise<Auth> {
+    // First: a bad mail template stops start-up before anything is opened.
+    const mailer = new Mailer(config, logger);
     const sessions = new SessionService(stores.forRole('sessions'), config, logger);
     await sessions.startLocalCache();
     const users = await UserService.open(db);
@@ -113,7 +123,7 @@ export class Auth {
     const accounts = await AccountLinks.open(db, users);
     const workSessions = await WorkSessions.open(db);
     const passkeys = await PasskeyService.open(db, stores.forRole('sessions'), config, new FlowCookies(config));
-    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, passkeys, logger });
+    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, passkeys, logger, mailer });
   }
 
   // SPEC.md "Login handlers" and provider token blobs, for plugins.
@@ -290,7 +300,12 @@ export class Auth {
 
   /** `POST /auth/logout-all`: a lifecycle event (pending second steps, links, challenges die), then every session ends. */
   async logoutEverywhere(userId: string): Promise<void> {
-    await this.users.advanceEpoch(userId);
+    try {
+      await this.users.advanceEpoch(userId);
+    } catch (err) {
+      // A user removed from the database behind svc's back: nothing pending to kill, sessions still end.
+      if ((err as AppError).code !== 'not_found') throw err;
+    }
     await this.endAllSessions(userId);
   }
 
@@ -327,7 +342,10 @@ export class Auth {
     const { isAdmin: admin, ...rest } = patch;
     if (admin === false && isAdmin(before)) await this.users.demote(id);
     const user = await this.users.update(id, admin === true ? patch : rest);
-    if (patch.password !== undefined) await this.endAllSessions(id, keepSessionHash);
+    if (patch.password !== undefined) {
+      await this.endAllSessions(id, keepSessionHash);
+      this.email.notify(user, 'passwordChanged');
+    }
     if (isAdmin(before) !== isAdmin(user)) await this.sessions.rewrite(id, { isAdmin: isAdmin(user) });
     return user;
   }
@@ -516,7 +534,8 @@ export class Auth {
     return c.get('authUser')?.isAdmin ?? false;
   }
 
-  close(): Promise<void> {
-    return this.sessions.close();
+  async close(): Promise<void> {
+    await this.mailer.close();
+    await this.sessions.close();
   }
 }

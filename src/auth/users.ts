@@ -13,8 +13,11 @@ export interface OAuthAccount {
   providerAccountId: string;
 }
 
-/** Who made a user: an admin, the CLI and the bootstrap vouch for the email; an OAuth login may not. */
-export type CreatedVia = 'admin' | 'cli' | 'bootstrap' | 'oauth';
+/**
+ * Who made a user: an admin, the CLI and the bootstrap vouch for the email; an OAuth login may not;
+ * a sign-up (CONTRACT 12) never does: anyone can sign up with any address.
+ */
+export type CreatedVia = 'admin' | 'cli' | 'bootstrap' | 'oauth' | 'signup';
 
 /** A user document in `svc__core-user`. Tags hold tag ids; a tag's id is its name (`ADMIN`). */
 export interface UserDoc {
@@ -75,14 +78,15 @@ export const atEpoch = (id: string, epoch: number) => (epoch === 0 ? { _id: id, 
 
 /**
  * Whether the account is known to belong to the owner of its email (CONTRACT section 5, linking):
- * a provider verified the email, or an admin, the CLI or the bootstrap made the user (someone vouched).
+ * a provider or a mailed link verified the email, or an admin, the CLI or the bootstrap made the user
+ * (someone vouched). A self-signed-up user owns its email only once it is verified.
  * A user made from an unverified provider email does not own it, so no verified identity is ever
  * linked to it automatically. Users made before `createdVia` existed: only OAuth made users
  * without a password, so a password means an admin, the CLI or the bootstrap made it.
  */
 export function ownsEmail(user: UserDoc): boolean {
   if (user.email_verified) return true;
-  return user.createdVia ? user.createdVia !== 'oauth' : user.passwordHash !== undefined;
+  return user.createdVia ? user.createdVia !== 'oauth' && user.createdVia !== 'signup' : user.passwordHash !== undefined;
 }
 
 export function toPublicUser(user: UserDoc): PublicUser {

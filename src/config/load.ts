@@ -36,10 +36,16 @@ export interface EnvConfig {
   allowInsecureProviderUrls: boolean;
   /** `HIDE_SECRETS` (SPEC.md rule 7): anything but `false`/`0` keeps secret-looking JSON values redacted in the cache list. */
   hideSecrets: boolean;
+  /** `SVC_SMTP_URL` (CONTRACT 12): `smtp://[user:pass@]host:port` (STARTTLS when offered) or `smtps://`; unset: no mail. */
+  smtpUrl?: string;
+  /** `SVC_MAIL_FROM`: the sender of every mail. */
+  mailFrom: string;
 }
 
+type EmailConfig = FileConfig['auth']['email'];
+
 export interface Config extends Omit<FileConfig, 'auth'> {
-  auth: Omit<FileConfig['auth'], 'store'> & { store: { keyPrefix: string } };
+  auth: Omit<FileConfig['auth'], 'store' | 'email'> & { store: { keyPrefix: string }; email: Omit<EmailConfig, 'linkBaseUrl'> & { linkBaseUrl: string } };
   env: EnvConfig;
   /** Which file the config came from, if any (for log lines). */
   source?: string;
@@ -143,6 +149,14 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
     }
   }
 
+  const smtpUrl = env.SVC_SMTP_URL?.trim() || undefined;
+  if (smtpUrl && !/^smtps?:\/\/[^/?#]+/.test(smtpUrl)) {
+    // Not repeated: the URL may hold a password.
+    throw new ConfigError('SVC_SMTP_URL must be smtp://[user:pass@]host:port (STARTTLS when the server offers it) or smtps://... (TLS from the start)');
+  }
+  const mailFrom = env.SVC_MAIL_FROM?.trim() || 'svc <no-reply@localhost>';
+  if (/[\r\n]/.test(mailFrom) || !/@/.test(mailFrom)) throw new ConfigError(`SVC_MAIL_FROM must be one address ("Name <user@host>" or "user@host"), got "${mailFrom}"`);
+
   if (env.MONGODB_URL && !/^mongodb(\+srv)?:\/\//.test(env.MONGODB_URL)) {
     throw new ConfigError('MONGODB_URL must start with mongodb:// or mongodb+srv://');
   }
@@ -193,6 +207,8 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
       allowInsecureProviderUrls,
       // Only an explicit "false" (or "0") shows secrets: a typo must fail closed.
       hideSecrets: !['false', '0'].includes((env.HIDE_SECRETS ?? '').trim().toLowerCase()),
+      smtpUrl,
+      mailFrom,
     },
   };
 }
@@ -271,7 +287,12 @@ export async function loadConfig(
     throw new ConfigError(`${where} is not valid:\n  ${describeIssues(parsed.issues).join('\n  ')}`);
   }
   const { auth } = parsed.output;
-  const config: Config = { ...parsed.output, auth: { ...auth, store: { keyPrefix: auth.store.keyPrefix ?? '' } }, env, source };
+  // Links in mails go to the frontend, whose page POSTs the token (CONTRACT 12).
+  const linkBaseUrl = (auth.email.linkBaseUrl ?? env.frontendUrls[0] ?? env.callbackBaseUrl).replace(/\/+$/, '');
+  const config: Config = { ...parsed.output, auth: { ...auth, store: { keyPrefix: auth.store.keyPrefix ?? '' }, email: { ...auth.email, linkBaseUrl } }, env, source };
+  for (const feature of ['signup', 'magicLink'] as const) {
+    if (config.auth[feature].enabled && !env.smtpUrl) throw new ConfigError(`auth.${feature}.enabled needs mail: set SVC_SMTP_URL (smtp://host:port or smtps://host:port)`);
+  }
   const urlProblems = templateUrlProblems(config.auth.providers.custom, env.allowInsecureProviderUrls);
   if (urlProblems.length) throw new ConfigError(`${where} is not valid:\n  ${urlProblems.join('\n  ')}`);
   if (env.cookieName) config.auth.cookie.name = env.cookieName;

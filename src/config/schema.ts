@@ -14,6 +14,10 @@ export const customTemplateSchema = v.strictObject({
 const positiveSeconds = v.pipe(v.number(), v.integer(), v.minValue(1));
 const storeRole = v.picklist(['sessions', 'oauthState', 'providerTokens']);
 const instanceId = v.pipe(v.string(), v.regex(/^[a-zA-Z][a-zA-Z0-9]*$/, 'must be a camelCase store instance id'));
+/** A path of the frontend: starts with one `/`, no query or fragment (the token is appended as `?token=`). */
+const linkPath = v.pipe(v.string(), v.regex(/^\/(?!\/)[^?#\s]*$/, 'must be a path starting with / (no query, no fragment)'));
+/** A mail subject: one line (a line break would start a new mail header). */
+const subject = v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.regex(/^[^\r\n]*$/, 'must be one line'));
 const redisDb = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(15));
 
 /**
@@ -75,6 +79,45 @@ export const configSchema = v.strictObject({
         {},
       ),
       providers: v.optional(v.strictObject({ custom: v.optional(v.array(customTemplateSchema), []) }), {}),
+      /** Self-service sign-up (CONTRACT 12): `POST /auth/signup`; needs SVC_SMTP_URL. */
+      signup: v.optional(
+        v.strictObject({
+          enabled: v.optional(v.boolean(), false),
+          /** A self-signed-up user logs in with a password only once the email is verified. */
+          requireVerifiedEmail: v.optional(v.boolean(), true),
+        }),
+        {},
+      ),
+      /** Login by a link sent by mail (CONTRACT 12): `POST /auth/login/link`; needs SVC_SMTP_URL. */
+      magicLink: v.optional(v.strictObject({ enabled: v.optional(v.boolean(), false) }), {}),
+      /** Mails with links (CONTRACT 12): where the links point, and the subjects. */
+      email: v.optional(
+        v.strictObject({
+          /** Unset: the first SVC_FRONTEND_URLS entry. */
+          linkBaseUrl: v.optional(v.pipe(v.string(), v.url(), v.regex(/^https?:\/\//, 'must be an http(s) URL'))),
+          paths: v.optional(
+            v.strictObject({
+              verify: v.optional(linkPath, '/verify-email'),
+              reset: v.optional(linkPath, '/reset-password'),
+              magicLink: v.optional(linkPath, '/login/link'),
+            }),
+            {},
+          ),
+          /** Subject of each kind of mail (README "Sign-up and recovery"); unset: the default. */
+          subjects: v.optional(
+            v.strictObject({
+              verify: v.optional(subject),
+              reset: v.optional(subject),
+              magicLink: v.optional(subject),
+              signupExisting: v.optional(subject),
+              passwordChanged: v.optional(subject),
+              totpDisabled: v.optional(subject),
+            }),
+            {},
+          ),
+        }),
+        {},
+      ),
     }),
     {},
   ),

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Logger } from 'pino';
+import { createAdapter } from '@socket.io/redis-streams-adapter';
 import { Server, type Namespace, type Socket } from 'socket.io';
 import * as v from 'valibot';
 import type { Auth } from '../auth/index.ts';
@@ -90,6 +91,8 @@ export class Realtime {
   private readonly identify: (socket: Socket) => Promise<Caller>;
   /** What to do with each admitted socket once its namespace connects it. */
   private readonly pending = new WeakMap<Socket, () => void>();
+  /** The Redis connections of the cross-instance adapter (none on the embedded store, none before `attach`). */
+  private adapterConnections?: AdapterConnection[];
 
   constructor(private readonly deps: { config: Config; logger: Logger; auth: Auth; db: Database; store: Store }) {
     const { config, logger, auth } = deps;
@@ -115,6 +118,10 @@ export class Realtime {
    * to the announcements of other instances (a socket must never exist unsubscribed).
    */
   async attach(http: HttpServer): Promise<void> {
+    // Rooms and broadcasts across instances, set up only by a process that serves sockets (an app
+    // used in-process, as the tests do, opens no connections for it).
+    const connection = this.deps.store.dedicatedConnection?.() as AdapterConnection | undefined;
+    if (connection) this.adapterConnections = streamsAdapter(this.io, connection, this.deps.config.auth.store.keyPrefix, this.deps.logger);
     this.subscription = await this.deps.store.subscribe(
       this.channel,
       (raw) => this.receive(raw),
@@ -132,6 +139,12 @@ export class Realtime {
   /** Closes every socket and stops listening to other instances (graceful shutdown). */
   async close(): Promise<void> {
     this.registry.clear();
+    if (this.adapterConnections) {
+      // Each namespace's adapter first (its heartbeat stops, its stream reader is told to end), then
+      // the connections: a reader left running on a closed connection would retry in a tight loop.
+      for (const nsp of this.io._nsps.values()) void nsp.adapter.close();
+      for (const conn of this.adapterConnections) conn.disconnect();
+    }
     // At once (the caller stops accepting connections meanwhile): clients see their transport close
     // and reconnect, to another instance behind the load balancer.
     (this.io.engine as { close(): void } | undefined)?.close();
@@ -244,6 +257,38 @@ export class Realtime {
     if (message.k === 'end') this.registry.end(message.s, 'unauthenticated');
     else void this.registry.recheck(message.s);
   }
+}
+
+/** What svc needs of an ioredis client or Cluster here: the adapter makes its own copies of it. */
+interface AdapterConnection {
+  duplicate(...args: unknown[]): AdapterConnection;
+  disconnect(): void;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+}
+
+/**
+ * Rooms and broadcasts across instances: socket.io's Redis Streams adapter (packets go through one
+ * Redis stream, `<keyPrefix>socket.io`). Chosen over the pub/sub adapter because a stream survives a
+ * reconnect of an instance to Redis (a reader resumes at its last id: nothing published meanwhile is
+ * lost); it works on one Redis, Sentinel and a Cluster (one stream key, one node).
+ * Returns every connection it uses, for `close` (the adapter duplicates the one it is given).
+ */
+function streamsAdapter(io: RealtimeServer, connection: AdapterConnection, keyPrefix: string, logger: Logger): AdapterConnection[] {
+  // ioredis reconnects by itself; the store's own connection already reports an outage, so once is enough here.
+  let reported = false;
+  connection.on('error', (err) => {
+    if (!reported) logger.debug({ err: err.message }, 'realtime adapter: Redis connection lost; reconnecting');
+    reported = true;
+  });
+  const connections = [connection];
+  const duplicate = connection.duplicate.bind(connection);
+  connection.duplicate = (...args: unknown[]) => {
+    const copy = duplicate(...args);
+    connections.push(copy);
+    return copy;
+  };
+  io.adapter(createAdapter(connection, { streamName: `${keyPrefix}socket.io`, sessionKeyPrefix: `${keyPrefix}socket.io-session:`, blockTimeInMs: 5000 }));
+  return connections;
 }
 
 function guestOf(doc: WorkSessionDoc): WorkSessionGuest {

@@ -222,6 +222,20 @@ export class RedisStore implements Store {
   }
 
   /**
+   * A connection of its own for a long-running consumer (the socket.io adapter's blocking stream
+   * reads and its subscriber): no command timeout (a blocking XREAD waits 5 s by design) and commands
+   * wait for a reconnect instead of failing at once (a reader that failed at once would spin).
+   */
+  dedicatedConnection(): Redis | Cluster {
+    const overrides = { commandTimeout: undefined, enableOfflineQueue: true, maxRetriesPerRequest: null, lazyConnect: false };
+    if ((this.client as Cluster).isCluster) {
+      const cluster = this.client as Cluster;
+      return cluster.duplicate(undefined, { lazyConnect: false, enableOfflineQueue: true, redisOptions: { ...cluster.options.redisOptions, ...overrides } });
+    }
+    return (this.client as Redis).duplicate(overrides);
+  }
+
+  /**
    * Opens the subscriber connection once. ioredis re-subscribes by itself after a reconnect; what
    * was published while it was away is lost, so every subscription's `onResume` runs then.
    */

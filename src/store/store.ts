@@ -67,6 +67,12 @@ export interface Store {
    * and a Redis Cluster. Returns a function that stops tracking.
    */
   track?(prefix: string, listener: TrackingListener): Promise<() => Promise<void>>;
+  /**
+   * A Redis connection of its own (an ioredis client or Cluster), for a library that speaks Redis
+   * itself: the socket.io adapter that carries realtime events between instances. Absent on the
+   * embedded store (one process: nothing to carry).
+   */
+  dedicatedConnection?(): unknown;
   /** Throws UnavailableError when the store is down. */
   ping(): Promise<void>;
   close(): Promise<void>;

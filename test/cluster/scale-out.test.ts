@@ -5,6 +5,7 @@
 // replicated: WAIT) and, once a replica has taken over, the session still works.
 
 import { createHash, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../src/store/redis.ts';
@@ -101,6 +102,21 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
       await store.set(key, '{"providerId":"x"}', { ttl: 600 });
       const taken = await Promise.all(Array.from({ length: 10 }, () => store.getDel(key)));
       expect(taken.filter((v) => v !== null)).toHaveLength(1);
+    });
+
+    it('realtime spans the instances: a server-side emit on one reaches the other (socket.io Redis Streams adapter on this topology)', async () => {
+      // As a serving process does (the adapter is set up when socket.io attaches to the HTTP server).
+      for (const t of [a, b]) await t.instance.realtime.attach(createServer());
+      const got = new Promise<unknown>((resolve) => b.instance.realtime.io.on('scaleOutPing', resolve));
+      // The adapter's reader starts with the instance; emit until B has heard one (its first XREAD may still be on its way).
+      let heard: unknown;
+      void got.then((v) => (heard = v));
+      await until('B hears a server-side emit of A', async () => {
+        a.instance.realtime.io.serverSideEmit('scaleOutPing', { from: 'a' });
+        await new Promise((r) => setTimeout(r, 100));
+        return heard !== undefined;
+      });
+      expect(heard).toEqual({ from: 'a' });
     });
 
     it('the login rate limit counts across instances: 5 wrong passwords, then 429 on either', async () => {

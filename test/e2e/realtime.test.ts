@@ -90,6 +90,40 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
     return { ms: at - started, reason, ended: await ended };
   }
 
+  describe('rooms and broadcasts span instances (issue 40, the Redis Streams adapter)', () => {
+    it("an emit on A to a user's room reaches that user's socket on B", async () => {
+      const cookie = await loginCookie(a.url, userEmail, PASSWORD);
+      const onB = track(client(b.url, { cookie }));
+      await connected(onB);
+      const hello = nextEvent(onB, 'crossInstance');
+      a.instance.realtime.io.to(`user:${userId}`).emit('crossInstance', { from: 'A' });
+      expect(await hello).toEqual({ from: 'A' });
+      onB.close();
+    });
+
+    it("a room joined on B is reached by a broadcast from A, and A sees B's sockets in it", async () => {
+      const room = `board:${randomUUID().slice(0, 8)}`;
+      const cookie = await loginCookie(a.url, userEmail, PASSWORD);
+      const onB = track(client(b.url, { cookie }));
+      await connected(onB);
+      const [serverSocket] = await b.instance.realtime.io.in(onB.id!).fetchSockets();
+      serverSocket!.join(room);
+      // A asks every instance who is in the room (the adapter's request/response across instances).
+      expect((await a.instance.realtime.io.in(room).fetchSockets()).map((s) => s.id)).toEqual([onB.id]);
+      const news = nextEvent(onB, 'boardChanged');
+      a.instance.realtime.io.to(room).emit('boardChanged', { room });
+      expect(await news).toEqual({ room });
+      // A plugin's namespace too.
+      const inNamespace = track(client(b.url, { cookie, namespace: '/svc__todo' }));
+      await connected(inNamespace);
+      const ping = nextEvent(inNamespace, 'todoPing');
+      a.instance.realtime.io.of('/svc__todo').to(`user:${userId}`).emit('todoPing', 1);
+      expect(await ping).toBe(1);
+      onB.close();
+      inNamespace.close();
+    });
+  });
+
   describe('handshakes', () => {
     it('the session cookie connects on /socket.io and /api/socket.io, websocket and polling, on either instance', async () => {
       const cookie = await loginCookie(a.url, userEmail, PASSWORD);

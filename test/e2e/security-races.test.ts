@@ -14,6 +14,7 @@ import { MongoDatabase } from '../../src/db/mongo.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { sleep } from '../support/auth.ts';
 import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
+import { startSmtp, tokenFrom, type TestSmtp } from '../support/smtp.ts';
 import { SoftAuthenticator, type CreationOptions, type RequestOptions } from '../support/webauthn.ts';
 
 const redisUrl = inject('redisUrl');
@@ -317,6 +318,60 @@ describe.skipIf(!redisUrl)('races on real Redis with two instances', () => {
     expect(await alive(ids)).toBe(0);
     const after = (await B.instance.auth.users.findById(user.id))!;
     expect(after.passwordHash).toBeUndefined();
+  });
+});
+
+// Issue 36: the single-use tokens of mailed links and the mail cap, on two instances with a real SMTP
+// server (mails parsed from what it received, links taken from them).
+describe.skipIf(!redisUrl)('mailed links and the mail cap on real Redis with two instances', () => {
+  let A: TestApp;
+  let B: TestApp;
+  let smtp: TestSmtp;
+  const on = (i: number) => (i % 2 === 0 ? A : B);
+
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    const dbUrl = mongoUrl ? mongoUrl.replace(/\/[^/?]*(\?|$)/, `/races_mail_${randomUUID().slice(0, 8)}$1`) : null;
+    const shared = EmbeddedDatabase.inMemory();
+    const db = async () => (dbUrl ? MongoDatabase.connect(dbUrl) : shared);
+    const config = { auth: { store: { keyPrefix: `svctest:${randomUUID().slice(0, 8)}:auth:` }, magicLink: { enabled: true } }, server: { trustProxy: 1 } };
+    const env = { SVC_FRONTEND_URLS: FRONTEND, SVC_SMTP_URL: smtp.url };
+    A = await createTestApp({ redisUrl, db: await db(), config, env });
+    B = await createTestApp({ redisUrl, db: await db(), config, env });
+  });
+  afterAll(async () => {
+    await A?.close();
+    await B?.close();
+    await smtp?.close();
+  });
+
+  // 12: below the 16 hashes the process lets wait (more would be 429 too_many_requests, which keeps the token).
+  it('one reset token used 12 times in parallel over both instances: exactly one 204, the others invalid_token', async () => {
+    const user = await A.createUser();
+    await new Jar().fetch(A, '/auth/password/forgot', { method: 'POST', json: { email: user.email } });
+    const token = tokenFrom((await smtp.waitFor(user.email))[0]!, '/reset-password');
+    const codes = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => new Jar().fetch(on(i), '/auth/password/reset', { method: 'POST', json: { token, newPassword: `new password ${i}` } }).then(codeOf)),
+    );
+    expect(tally(codes)).toEqual({ '204': 1, invalid_token: 11 });
+  });
+
+  it('one magic link used 20 times in parallel from its browser over both instances: exactly one session', async () => {
+    const user = await A.createUser();
+    const browser = new Jar();
+    await browser.fetch(B, '/auth/login/link', { method: 'POST', json: { email: user.email } });
+    const token = tokenFrom((await smtp.waitFor(user.email))[0]!, '/login/link');
+    const codes = await Promise.all(Array.from({ length: 20 }, (_, i) => browser.clone().fetch(on(i), '/auth/login/link/verify', { method: 'POST', json: { token } }).then(codeOf)));
+    expect(tally(codes)).toEqual({ '200': 1, invalid_token: 19 });
+    expect(await A.instance.auth.sessions.list(user.id)).toHaveLength(1);
+  });
+
+  it('the mail cap under 20 parallel requests for one address over both instances: 20 times 202, 3 mails', async () => {
+    const user = await A.createUser();
+    const codes = await Promise.all(Array.from({ length: 20 }, (_, i) => new Jar().fetch(on(i), i % 2 ? '/auth/password/forgot' : '/auth/login/link', { method: 'POST', json: { email: user.email } }).then(codeOf)));
+    expect(tally(codes)).toEqual({ '202': 20 });
+    await Promise.all([A.instance.auth.mailer.idle(), B.instance.auth.mailer.idle()]);
+    expect(smtp.to(user.email)).toHaveLength(3);
   });
 });
 

@@ -136,6 +136,9 @@ describe('step-up: auth.session.freshAge', () => {
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(await errorCode(res)).toBe('validation_failed');
     }
+    // The message says what a body may be, not valibot's "Expected Object but received Object".
+    const empty = (await (await post(stale.c, '/auth/reauthenticate', {})).json()) as { error: { message: string } };
+    expect(empty.error.message).toBe('must be one of {"password"}, {"code"} or {"response"}');
     const anon = await post(t.client(), '/auth/reauthenticate', { password: 'whatever password' });
     expect(anon.status).toBe(401);
   });

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config/load.ts';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import type { Database } from '../../src/db/index.ts';
 import type { ServerInstance } from '../../src/instance.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger, type Logger } from '../../src/logger.ts';
 import { appWithPlugins, buildInstance } from '../../src/server.ts';
 import { Stores } from '../../src/store/index.ts';
 
@@ -20,6 +20,10 @@ export interface TestAppOptions {
   db?: Database;
   /** Keep svc's own default key prefix instead of a unique one (for a private Redis). */
   defaultKeyPrefix?: boolean;
+  /** Files of the app root, by relative path (e.g. `emails/reset.txt`). */
+  files?: Record<string, string>;
+  /** The instance's logger (default: silent, or TEST_LOG_LEVEL). */
+  logger?: Logger;
 }
 
 export interface TestApp {
@@ -50,6 +54,10 @@ export interface TestClient {
  */
 export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-app-'));
+  for (const [file, text] of Object.entries(opts.files ?? {})) {
+    mkdirSync(path.dirname(path.join(appRoot, file)), { recursive: true });
+    writeFileSync(path.join(appRoot, file), text);
+  }
   const raw = structuredClone(opts.config ?? {}) as { auth?: { store?: { keyPrefix?: string } } };
   if (!opts.defaultKeyPrefix) {
     const unique = raw.auth?.store?.keyPrefix ?? `svctest:${randomUUID().slice(0, 8)}:auth:`;
@@ -58,7 +66,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const env: NodeJS.ProcessEnv = { SVC_APP_PATH: appRoot, LOG_LEVEL: 'error', ...(opts.redisUrl ? { CACHE_URL: opts.redisUrl } : {}), ...opts.env };
   const { config } = await loadConfig(env, { raw });
   const keyPrefix = config.auth.store.keyPrefix;
-  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const logger = opts.logger ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const stores = await Stores.open(config, logger);
   const db = opts.db ?? EmbeddedDatabase.inMemory();
   const instance = await buildInstance(config, logger, stores, db);

@@ -1,0 +1,202 @@
+import { randomBytes } from 'node:crypto';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Config } from '../config/load.ts';
+import type { MailKind } from '../email/templates.ts';
+import type { Mailer } from '../email/transport.ts';
+import type { AppEnv } from '../http/env.ts';
+import { AppError } from '../http/errors.ts';
+import type { Store } from '../store/store.ts';
+import { clientIp } from './client-ip.ts';
+import { EmailTokens, TOKEN_TTL, type TokenPurpose, type TokenRecord } from './email-tokens.ts';
+import type { FlowCookies } from './flow-cookies.ts';
+import { sha256hex } from './hash.ts';
+import type { Auth } from './index.ts';
+import { hashPassword } from './passwords.ts';
+import { rateLimitSubject, tooMany } from './rate-limit.ts';
+import { atEpoch, epochOf, ownsEmail, type UserDoc } from './users.ts';
+
+/** The HttpOnly cookie that binds a magic-link request to the browser that made it (CONTRACT 12). */
+export const MAGIC_COOKIE = 'svc_magic';
+const WINDOW = 15 * 60;
+/** Mails per address per WINDOW (asking for more still answers 202). */
+const MAILS_PER_ADDRESS = 3;
+/** Requests per IP per WINDOW to the public routes of CONTRACT 12 together. */
+const REQUESTS_PER_IP = 100;
+const VALID_FOR: Record<TokenPurpose, string> = { reset: '30 minutes', verify: '24 hours', magicLink: '10 minutes' };
+const BINDING = /^[A-Za-z0-9_-]{43}$/;
+
+export const invalidToken = () => new AppError(400, 'invalid_token', 'The link is invalid, was already used or has expired: ask for a new one');
+
+/**
+ * Sign-up, verification, password reset and magic links (CONTRACT 12), between the routes and the
+ * parts they use: users, tokens, mail, limits.
+ *
+ * Enumeration safety: on the public routes a known and an unknown address take the same path until
+ * the answer (the two counters, a job queued); who the address belongs to is looked up by the job,
+ * after the answer. Sign-up is the one route that writes on the request path: it hashes the password
+ * and tries the insert either way (a known address fails at the insert).
+ */
+export class EmailSelfService {
+  readonly tokens: EmailTokens;
+
+  constructor(
+    private readonly auth: Auth,
+    private readonly config: Config,
+    private readonly store: Store,
+    private readonly mailer: Mailer,
+    private readonly cookies: FlowCookies,
+  ) {
+    this.tokens = new EmailTokens(store, config.auth.store.keyPrefix);
+  }
+
+  get configured(): boolean {
+    return this.mailer.configured;
+  }
+
+  /**
+   * Route hook of every public route of CONTRACT 12: 501 `email_not_configured` without SMTP, 403
+   * when `feature` is off, then the per-IP limit, counted before anything else is done (429
+   * `too_many_attempts` with `Retry-After`).
+   */
+  guard(feature?: 'signup' | 'magicLink'): MiddlewareHandler<AppEnv> {
+    return async (c, next) => {
+      if (!this.mailer.configured) throw new AppError(501, 'email_not_configured', 'This service sends no mail (SVC_SMTP_URL is not set)');
+      if (feature === 'signup' && !this.config.auth.signup.enabled) throw new AppError(403, 'signup_disabled', 'Sign-up is turned off');
+      if (feature === 'magicLink' && !this.config.auth.magicLink.enabled) throw new AppError(403, 'magic_link_disabled', 'Login by mailed link is turned off');
+      const key = `${this.config.auth.store.keyPrefix}email-ip:${rateLimitSubject(clientIp(c, this.config.server.trustProxy))}`;
+      if ((await this.store.incr(key, WINDOW)) > REQUESTS_PER_IP) await tooMany(this.store, key, 'Too many requests; try again later');
+      await next();
+    };
+  }
+
+  /** Counts a mail to `email` before deciding to send it: false past 3 in 15 minutes (one INCR, every instance together). */
+  private async mayMail(email: string): Promise<boolean> {
+    const key = `${this.config.auth.store.keyPrefix}email-cap:${sha256hex(email)}`;
+    return (await this.store.incr(key, WINDOW)) <= MAILS_PER_ADDRESS;
+  }
+
+  private link(purpose: TokenPurpose, token: string): string {
+    const { linkBaseUrl, paths } = this.config.auth.email;
+    const path = purpose === 'reset' ? paths.reset : purpose === 'verify' ? paths.verify : paths.magicLink;
+    return `${linkBaseUrl}${path}?token=${token}`;
+  }
+
+  /** A mail with a fresh token for `user`, sent after the answer. */
+  private async mailToken(user: UserDoc, purpose: TokenPurpose, kind: MailKind, binding?: string): Promise<void> {
+    const token = await this.tokens.issue(purpose, { userId: user._id, email: user.email, epoch: epochOf(user), ...(binding ? { binding } : {}) });
+    await this.mailer.send(user.email, kind, { email: user.email, link: this.link(purpose, token), validFor: VALID_FOR[purpose] });
+  }
+
+  /** After the answer: the user of `email`, if `wanted` says so, gets a mail with a token. */
+  private later(email: string, purpose: TokenPurpose, kind: MailKind, wanted: (user: UserDoc) => boolean, binding?: string): void {
+    this.mailer.later(kind, async () => {
+      const user = await this.auth.users.findByEmail(email);
+      if (user && wanted(user)) await this.mailToken(user, purpose, kind, binding);
+    });
+  }
+
+  /** `POST /auth/password/forgot`. */
+  async forgot(email: string): Promise<void> {
+    if (await this.mayMail(email)) this.later(email, 'reset', 'reset', () => true);
+  }
+
+  /** `POST /auth/email/verify/request`: a mail only to an existing user whose email is not verified. */
+  async requestVerification(email: string): Promise<void> {
+    if (await this.mayMail(email)) this.later(email, 'verify', 'verify', (user) => !user.email_verified);
+  }
+
+  /** `POST /auth/signup`: a new unverified user and a verification mail; a known address: nothing changes, its owner is told. */
+  async signup(body: { email: string; password: string; firstname?: string; lastname?: string }): Promise<void> {
+    const mail = await this.mayMail(body.email);
+    let kind: MailKind = 'verify';
+    try {
+      // Never an admin: `create` tags only on `isAdmin`, which a sign-up never passes.
+      await this.auth.users.create({ ...body, email_verified: false, createdVia: 'signup' });
+    } catch (err) {
+      if ((err as AppError).code !== 'user_exists') throw err;
+      kind = 'signupExisting';
+    }
+    if (mail) this.later(body.email, kind === 'verify' ? 'verify' : 'reset', kind, () => true);
+  }
+
+  /** `POST /auth/login/link`: binds the request to this browser (`svc_magic`), then a mail to an existing user. */
+  async startMagicLink(c: Context, email: string): Promise<void> {
+    const held = this.cookies.read(c, MAGIC_COOKIE);
+    // A second request from the same browser keeps its binding, so the link of either mail works there.
+    const binding = held && BINDING.test(held) ? held : randomBytes(32).toString('base64url');
+    this.cookies.set(c, MAGIC_COOKIE, binding, TOKEN_TTL.magicLink, 'Strict');
+    if (await this.mayMail(email)) this.later(email, 'magicLink', 'magicLink', () => true, sha256hex(binding));
+  }
+
+  /**
+   * The user a used token proves the mailbox of, still as it was when the mail went out (same address;
+   * for `sameEpoch`, no lifecycle event since). Otherwise 400 `invalid_token`.
+   */
+  private async holder(record: TokenRecord | null, sameEpoch: boolean): Promise<UserDoc> {
+    const user = record && (await this.auth.users.findById(record.userId));
+    if (!user || user.email !== record.email || (sameEpoch && epochOf(user) !== record.epoch)) throw invalidToken();
+    return user;
+  }
+
+  /**
+   * The mailbox of `user` is proven. A user that did not own its email (made from an unverified OAuth
+   * email, or signed up by anyone without verifying) is claimed first (`Auth.claim`): whatever ways in
+   * its maker added go, so proving the mailbox never hands the owner an account someone else can enter.
+   */
+  private async mailboxProven(user: UserDoc, claim = !ownsEmail(user)): Promise<UserDoc> {
+    if (claim) await this.auth.claim(user);
+    return (await this.auth.users.users.updateOne({ _id: user._id }, { $set: { email_verified: true, updatedAt: new Date().toISOString() } })) ?? user;
+  }
+
+  /**
+   * `POST /auth/password/reset`: sets the password, the email counts as verified, and every session of
+   * the user ends. The write happens only while the epoch is the token's: a token dies when the
+   * password changed another way, or when another reset won.
+   */
+  async reset(token: string, newPassword: string): Promise<void> {
+    const passwordHash = await hashPassword(newPassword);
+    const user = await this.holder(await this.tokens.consume('reset', token), true);
+    let epoch = epochOf(user);
+    if (!ownsEmail(user)) {
+      await this.auth.claim(user);
+      epoch++;
+    }
+    const done = await this.auth.users.users.updateOne(atEpoch(user._id, epoch), {
+      $set: { passwordHash, email_verified: true, updatedAt: new Date().toISOString() },
+      $inc: { epoch: 1 },
+    });
+    if (!done) throw invalidToken();
+    await this.auth.endAllSessions(user._id);
+    this.notify(done, 'passwordChanged');
+  }
+
+  /** `POST /auth/email/verify`. A signed-up user keeps its password (it is what the mailbox owner chose, or the owner confirms an account made with it). */
+  async verify(token: string): Promise<UserDoc> {
+    const user = await this.holder(await this.tokens.consume('verify', token), false);
+    return this.mailboxProven(user, !ownsEmail(user) && user.createdVia !== 'signup');
+  }
+
+  /**
+   * `POST /auth/login/link/verify`: only from the browser holding the request's `svc_magic`; a token
+   * used from another browser stays usable in the right one. Returns the user to log in.
+   */
+  async useMagicLink(c: Context, token: string): Promise<UserDoc> {
+    const binding = this.cookies.read(c, MAGIC_COOKIE);
+    if (!binding) throw invalidToken();
+    const peeked = await this.tokens.peek('magicLink', token);
+    if (!peeked || peeked.binding !== sha256hex(binding)) throw invalidToken();
+    const user = await this.holder(await this.tokens.consume('magicLink', token), true);
+    this.cookies.clear(c, MAGIC_COOKIE);
+    return this.mailboxProven(user); // the login itself (Auth.login) records lastLoginAt
+  }
+
+  /** A self-signed-up user who has not verified the email yet, under `auth.signup.requireVerifiedEmail`. */
+  mustVerifyFirst(user: UserDoc): boolean {
+    return this.config.auth.signup.requireVerifiedEmail && user.createdVia === 'signup' && !user.email_verified;
+  }
+
+  /** A security notice (no link) to the user, after the answer; nothing without SMTP. */
+  notify(user: UserDoc, kind: 'passwordChanged' | 'totpDisabled'): void {
+    if (this.mailer.configured) this.mailer.later(kind, () => this.mailer.send(user.email, kind, { email: user.email }));
+  }
+}

@@ -1,0 +1,113 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config/load.ts';
+
+/**
+ * The mails svc sends (CONTRACT 12). Each has a text and an HTML part; an app overrides either with
+ * `emails/<kind>.txt` or `emails/<kind>.html` in its app root, and the subject with
+ * `auth.email.subjects.<kind>`.
+ */
+export const MAIL_KINDS = ['verify', 'reset', 'magicLink', 'signupExisting', 'passwordChanged', 'totpDisabled'] as const;
+export type MailKind = (typeof MAIL_KINDS)[number];
+
+/** What a template may use as `{{name}}`: the address, and for mails with a link the link and how long it works. */
+export interface MailVars {
+  email: string;
+  link?: string;
+  validFor?: string;
+}
+const VARIABLES: Record<MailKind, (keyof MailVars)[]> = {
+  verify: ['email', 'link', 'validFor'],
+  reset: ['email', 'link', 'validFor'],
+  magicLink: ['email', 'link', 'validFor'],
+  signupExisting: ['email', 'link', 'validFor'],
+  passwordChanged: ['email'],
+  totpDisabled: ['email'],
+};
+
+const SUBJECTS: Record<MailKind, string> = {
+  verify: 'Confirm your email address',
+  reset: 'Reset your password',
+  magicLink: 'Your login link',
+  signupExisting: 'Someone tried to sign up with your address',
+  passwordChanged: 'Your password was changed',
+  totpDisabled: 'Two-factor authentication was turned off',
+};
+
+const NOT_YOU = 'If this was not you, you can ignore this mail: nothing changes until the link is used.';
+const ALARM = 'If this was not you, reset your password now and check your account: someone else may have access to it.';
+
+/** The default texts: [paragraphs before the link, the link's label, paragraphs after it]. */
+const TEXTS: Record<MailKind, [string[], string | null, string[]]> = {
+  verify: [['Please confirm that {{email}} is your address.'], 'Confirm my address', ['The link works for {{validFor}}.', NOT_YOU]],
+  reset: [['Someone (hopefully you) asked to reset the password of the account {{email}}.'], 'Choose a new password', ['The link works for {{validFor}}, once.', NOT_YOU]],
+  magicLink: [['Use this link to log in as {{email}}, in the browser where you asked for it.'], 'Log in', ['The link works for {{validFor}}, once.', NOT_YOU]],
+  signupExisting: [
+    ['Someone tried to sign up with {{email}}, which already has an account. Nothing was changed.', 'If it was you and you forgot your password, you can choose a new one:'],
+    'Choose a new password',
+    ['The link works for {{validFor}}, once. If it was not you, you can ignore this mail.'],
+  ],
+  passwordChanged: [['The password of the account {{email}} was changed, and every session of the account was ended.', ALARM], null, []],
+  totpDisabled: [['Two-factor authentication was turned off for the account {{email}}.', ALARM], null, []],
+};
+
+function defaultText(kind: MailKind): string {
+  const [before, label, after] = TEXTS[kind];
+  return [...before, ...(label ? [`${label}: {{link}}`] : []), ...after].join('\n\n') + '\n';
+}
+
+/** Inline styles only, no images, fonts or stylesheets from elsewhere: it renders the same offline and in clients that block remote content. */
+function defaultHtml(kind: MailKind): string {
+  const [before, label, after] = TEXTS[kind];
+  const p = (text: string) => `<p style="margin:0 0 16px">${text}</p>`;
+  const button = label
+    ? `<p style="margin:0 0 16px"><a href="{{link}}" style="display:inline-block;padding:10px 18px;background:#1f4fd1;color:#ffffff;text-decoration:none;border-radius:4px">${label}</a></p>` +
+      `<p style="margin:0 0 16px;font-size:13px;color:#555555">Or copy this address into your browser: {{link}}</p>`
+    : '';
+  return (
+    '<!doctype html>\n<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"></head>' +
+    '<body style="margin:0;padding:24px;font-family:Arial,Helvetica,sans-serif;font-size:15px;line-height:1.5;color:#222222;background:#ffffff">' +
+    `<div style="max-width:560px">${before.map(p).join('')}${button}${after.map(p).join('')}</div></body></html>\n`
+  );
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+
+export interface RenderedMail {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+/**
+ * The templates of every kind, read once at start-up: an override that uses a variable its kind does
+ * not have stops start-up (a typo would otherwise send a mail with a hole where the link should be).
+ */
+export class MailTemplates {
+  private readonly templates = new Map<MailKind, { subject: string; text: string; html: string }>();
+
+  constructor(config: Config) {
+    const dir = path.join(config.env.appRoot, 'emails');
+    for (const kind of MAIL_KINDS) {
+      const read = (ext: 'txt' | 'html', fallback: string) => {
+        const file = path.join(dir, `${kind}.${ext}`);
+        if (!existsSync(file)) return fallback;
+        const text = readFileSync(file, 'utf8');
+        for (const [, name] of text.matchAll(/\{\{\s*(\w+)\s*\}\}/g)) {
+          if (!VARIABLES[kind].includes(name as keyof MailVars)) {
+            throw new Error(`emails/${kind}.${ext}: unknown variable {{${name}}} (this mail has ${VARIABLES[kind].map((v) => `{{${v}}}`).join(', ')})`);
+          }
+        }
+        return text;
+      };
+      this.templates.set(kind, { subject: config.auth.email.subjects[kind] ?? SUBJECTS[kind], text: read('txt', defaultText(kind)), html: read('html', defaultHtml(kind)) });
+    }
+  }
+
+  /** The mail of `kind` with `vars` filled in: as they are in the text part, HTML-escaped in the HTML part. */
+  render(kind: MailKind, vars: MailVars): RenderedMail {
+    const t = this.templates.get(kind)!;
+    const fill = (template: string, escape: (s: string) => string) => template.replace(/\{\{\s*(\w+)\s*\}\}/g, (_, name: keyof MailVars) => escape(vars[name] ?? ''));
+    return { subject: t.subject, text: fill(t.text, (s) => s), html: fill(t.html, escapeHtml) };
+  }
+}

@@ -1,0 +1,92 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { Config } from '../config/load.ts';
+import type { Logger } from '../logger.ts';
+import { MailTemplates, type MailKind, type MailVars } from './templates.ts';
+
+/** Seconds to connect, to get the greeting, and of silence on the socket: a hung relay never holds a job for long. */
+const CONNECT_TIMEOUT_MS = 10_000;
+const SOCKET_TIMEOUT_MS = 20_000;
+/** Jobs waiting or running at once; past it a job is dropped (logged): a flood must not grow the heap. */
+const MAX_PENDING = 1000;
+
+/** `alice@example.com` -> `a***@example.com`: enough for an operator to tell mails apart, not an address list. */
+export const maskAddress = (address: string) => address.replace(/^([^@]?)[^@]*@/, '$1***@');
+
+/** An error's text without the addresses it may quote (a relay's "550 <bob@x> unknown"). */
+const scrub = (message: string) => message.replace(/[^\s<>"'@]+@[^\s<>"']+/g, (a) => maskAddress(a));
+
+/**
+ * Mail through SMTP (CONTRACT 12): nodemailer on `SVC_SMTP_URL` (STARTTLS when the server offers it,
+ * `smtps://` for TLS from the start), sender `SVC_MAIL_FROM`.
+ *
+ * Work that may end in a mail runs off the request path (`later`): a public route answers at once,
+ * the same way for a known and an unknown address, and the lookup, the token and the SMTP round trips
+ * happen after the answer. A failure is a log line (kind, masked address, the relay's reason), never
+ * a token: a mail's text is never logged.
+ */
+export class Mailer {
+  private readonly transport: Transporter | undefined;
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(
+    private readonly config: Config,
+    private readonly logger: Logger,
+    private readonly templates = new MailTemplates(config),
+  ) {
+    const url = config.env.smtpUrl;
+    this.transport = url
+      ? nodemailer.createTransport({ url, connectionTimeout: CONNECT_TIMEOUT_MS, greetingTimeout: CONNECT_TIMEOUT_MS, socketTimeout: SOCKET_TIMEOUT_MS }, { from: config.env.mailFrom })
+      : undefined;
+  }
+
+  /** Whether `SVC_SMTP_URL` is set. */
+  get configured(): boolean {
+    return this.transport !== undefined;
+  }
+
+  /**
+   * Runs `job` after the current request has its answer (never awaited by it). `what` names the job in
+   * the log line should it fail.
+   */
+  later(what: string, job: () => Promise<void>): void {
+    if (this.pending.size >= MAX_PENDING) {
+      this.logger.warn({ job: what }, 'too many mails waiting: this one is dropped');
+      return;
+    }
+    const run = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(job)
+      .catch((err: unknown) => this.logger.error({ job: what, err: scrub((err as Error).message) }, 'a mail job failed'))
+      .finally(() => this.pending.delete(run));
+    this.pending.add(run);
+  }
+
+  /** Sends one mail of `kind` to `to` (the user's address only). Awaits SMTP: call it inside `later`, never on a request path. */
+  async send(to: string, kind: MailKind, vars: MailVars): Promise<void> {
+    if (!this.transport) return;
+    const mail = this.templates.render(kind, vars);
+    try {
+      await this.transport.sendMail({ to, subject: mail.subject, text: mail.text, html: mail.html });
+      this.logger.info({ kind, to: maskAddress(to) }, 'mail sent');
+    } catch (err) {
+      const e = err as Error & { code?: string; responseCode?: number };
+      this.logger.error({ kind, to: maskAddress(to), code: e.code, responseCode: e.responseCode, err: scrub(e.message) }, 'mail could not be sent');
+    }
+  }
+
+  /** Resolves once every job queued so far has ended (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  /** Connects and says EHLO (and STARTTLS, AUTH when configured): `svc doctor`. */
+  async verify(): Promise<void> {
+    if (!this.transport) throw new Error('SVC_SMTP_URL is not set');
+    await this.transport.verify();
+  }
+
+  /** Lets queued mails go out, then closes the transport. */
+  async close(): Promise<void> {
+    await this.idle();
+    this.transport?.close();
+  }
+}

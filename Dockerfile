@@ -1,15 +1,17 @@
 # svc in a container: build the JavaScript in one stage, run it as a non-root user in the next.
 # Not built or run in this repository's CI (no container engine there); keep it minimal and in step
 # with README "Operator's guide" and the settings the deployment suite uses.
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY plugins/plugin-cli-connector/package.json plugins/plugin-cli-connector/package.json
 RUN npm ci --no-audit --no-fund
 COPY . .
-RUN npm run build && npm prune --omit=dev
+# The image's start never builds (NODE_ENV=production): make sure what it ships counts as fresh.
+RUN npm run build && npm prune --omit=dev \
+  && node -e "import('./bin/build.js').then((b) => process.exit(b.buildState() === 'fresh' ? 0 : 1))"
 
-FROM node:20-slim
+FROM node:24-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 SVC_APP_PATH=/srv/app
 WORKDIR /app
 COPY --from=build --chown=node:node /app /app

@@ -10,7 +10,7 @@ import { dispatchSynchronously, isPending, promised, syncAwareLayer, type SyncAw
 import { docsRoutes } from './http/docs.ts';
 import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi, routesOf } from './http/openapi.ts';
-import { allowedOrigins, originCheck } from './http/origins.ts';
+import { corsOrigin, originCheck } from './http/origins.ts';
 import { requestHeader } from './http/request-headers.ts';
 import { nodeResponse, presetHeader } from './http/response-headers.ts';
 import { defineRoute, mountRoutes, requireCaller, type RouteDefinition } from './http/route.ts';
@@ -108,8 +108,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
       throw new AppError(413, 'payload_too_large', `The request body is larger than ${config.server.bodyLimit} bytes`);
     },
   });
-  const corsOrigins = new Set(allowedOrigins(config).cors);
-  const corsHandler = cors({ origin: (origin) => (origin !== 'null' && corsOrigins.has(origin) ? origin : null), credentials: true, maxAge: 600 });
+  const corsHandler = cors({ origin: corsOrigin(config, logger), credentials: true, maxAge: 600 });
   const checkOrigin = originCheck(config, logger);
   /**
    * One layer for what guards a request before any handler reads it, in this order: the body limit,

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import * as v from 'valibot';
 import { MIN_PASSWORD_LENGTH } from './auth/passwords.ts';
 import { UserService } from './auth/users.ts';
-import { loadConfig } from './config/load.ts';
+import { loadConfig, loadDotEnv } from './config/load.ts';
 import { openDatabase } from './db/index.ts';
 import { emailSchema } from './http/schemas.ts';
 import { doctor } from './doctor.ts';
@@ -89,6 +89,7 @@ async function createUser(args: string[]): Promise<number> {
 export async function main(argv: string[]): Promise<number> {
   const [group, command, ...rest] = argv;
   try {
+    loadDotEnv(); // the same environment as the service's
     if (group === 'user' && command === 'create') return await createUser(rest);
     if (group === 'doctor') return await doctor(argv.slice(1));
     process.stderr.write(`${USAGE}\n`);

@@ -156,19 +156,24 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
     'set SVC_SECRET_ENCRYPTION_KEY to a long random secret (openssl rand -base64 32)',
   );
 
-  // Step 5: landing seeds.
-  try {
-    const { landing } = await checkedSeeds(appRoot, []);
-    add('landing page', landing.length === 1 ? 'ok' : 'fail', landing.length === 1 ? `"${landing[0]!.doc._id}" is the landing page` : 'no interaction link has isLandingPage: true', 'seed config/compositions.js and config/interactionLinks.js with exactly one link marked isLandingPage: true');
-  } catch (err) {
-    add('landing page', 'fail', (err as Error).message, 'fix the seeds named above (README "Landing seeds"); /login and /logout are the frontend\'s own pages');
-  }
-
-  // Step 6: plugin sources.
+  // Step 6 (read first: 0.1.x code is what tells an app that migrates from a new one).
   const legacy = sourceFiles(path.join(appRoot, 'plugins')).flatMap((file) => {
     const text = readFileSync(file, 'utf8');
     return LEGACY_PATTERNS.filter(([re]) => re.test(text)).map(([, what]) => `${path.relative(appRoot, file)}: ${what}`);
   });
+
+  // Step 5: landing seeds. An app from 0.1.x (JWT variables, 0.1.x plugin code) must seed its landing
+  // page; a new app needs one only once a frontend lands on / after login.
+  try {
+    const { landing } = await checkedSeeds(appRoot, []);
+    const migrating = obsolete.length > 0 || legacy.length > 0;
+    if (landing.length === 1) add('landing page', 'ok', `"${landing[0]!.doc._id}" is the landing page`);
+    else if (!migrating) add('landing page', 'ok', 'none seeded (a new app: needed once a frontend lands on / after login, README "Landing seeds")');
+    else add('landing page', 'fail', 'no interaction link has isLandingPage: true', 'seed config/compositions.js and config/interactionLinks.js with exactly one link marked isLandingPage: true');
+  } catch (err) {
+    add('landing page', 'fail', (err as Error).message, 'fix the seeds named above (README "Landing seeds"); /login and /logout are the frontend\'s own pages');
+  }
+
   add('plugin sources', legacy.length ? 'fail' : 'ok', legacy.length ? legacy.join('; ') : 'no 0.1.x request identity or token code in plugins/', 'use c.get("authUser")!.userId / .isAdmin and instance.auth.authenticate(); drop the legacy authentication import');
 
   // Reachability.

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { createApp } from './app.ts';
 import { ensureAdmin } from './auth/bootstrap.ts';
 import { Auth } from './auth/index.ts';
-import { ConfigError, loadConfig, type Config } from './config/load.ts';
+import { ConfigError, loadConfig, loadDotEnv, type Config } from './config/load.ts';
 import { openDatabase, type Database } from './db/index.ts';
 import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
@@ -236,8 +236,10 @@ export async function main() {
   exitOnUncaught(() => (logger ??= createLogger('info')));
   let running: RunningServer;
   try {
+    const envFile = loadDotEnv();
     running = await startServer();
     logger = running.instance.logger;
+    if (envFile) logger.info({ file: envFile }, 'environment read from .env (variables set in the real environment keep their values)');
   } catch (err) {
     const message = err instanceof ConfigError ? `configuration error: ${err.message}` : (err as Error).message;
     process.stderr.write(`svc failed to start: ${message}\n`);

@@ -225,8 +225,17 @@ export class Auth {
         throw err;
       }
       if (fresh && epochOf(fresh) === epoch && fresh.passwordHash === current.passwordHash && isAdmin(fresh) === session.isAdmin && totpEnabled(fresh) === (session.totp === true) && stillValid(fresh)) {
+        // Every way in (password, TOTP or recovery code, passkey, OAuth, magic link) ends here: the one
+        // place that records a login, and only a finished one (not a first step waiting for a code).
+        const lastLoginAt = new Date().toISOString();
+        try {
+          await this.users.users.updateOne({ _id: fresh._id }, { $set: { lastLoginAt } });
+        } catch (err) {
+          await this.sessions.destroy(id).catch(() => {});
+          throw err;
+        }
         this.setSessionCookie(c, id);
-        return { session, user: fresh };
+        return { session, user: { ...fresh, lastLoginAt } };
       }
       await this.sessions.destroy(id);
       current = fresh;

@@ -187,8 +187,7 @@ export class EmailSelfService {
     if (!peeked || peeked.binding !== sha256hex(binding)) throw invalidToken();
     const user = await this.holder(await this.tokens.consume('magicLink', token), true);
     this.cookies.clear(c, MAGIC_COOKIE);
-    const proven = await this.mailboxProven(user);
-    return (await this.auth.users.users.updateOne({ _id: proven._id }, { $set: { lastLoginAt: new Date().toISOString() } })) ?? proven;
+    return this.mailboxProven(user); // the login itself (Auth.login) records lastLoginAt
   }
 
   /** A self-signed-up user who has not verified the email yet, under `auth.signup.requireVerifiedEmail`. */

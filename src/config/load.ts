@@ -213,6 +213,18 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   };
 }
 
+/**
+ * Loads the app root's `.env` (SVC_APP_PATH as the real environment sets it, else the working directory)
+ * into `process.env` when there is one: Node's own parser (`process.loadEnvFile`), and a variable the
+ * real environment already sets keeps its value. Returns the file's path, or undefined without one.
+ */
+export function loadDotEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const file = path.join(path.resolve(env.SVC_APP_PATH || process.cwd()), '.env');
+  if (!existsSync(file)) return undefined;
+  process.loadEnvFile(file);
+  return file;
+}
+
 export async function readConfigFile(appRoot: string): Promise<{ raw: unknown; source?: string }> {
   const found = CONFIG_FILES.map((f) => path.join(appRoot, f)).filter((f) => existsSync(f));
   if (found.length > 1) throw new ConfigError(`more than one config file in ${appRoot}: ${found.map((f) => path.basename(f)).join(', ')}`);

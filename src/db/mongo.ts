@@ -14,6 +14,9 @@ import type { Logger } from 'pino';
 import { UnavailableError } from '../http/errors.ts';
 import { DuplicateKeyError, type Collection, type Database, type Doc, type Filter, type FindOptions, type UniqueIndex, type Update } from './db.ts';
 
+/** How long start-up and an operation wait for a usable server (see `serverSelectionTimeoutMS` below). */
+const SERVER_SELECTION_TIMEOUT_MS = 1200;
+
 /**
  * A MongoDB URL with its password hidden. The credentials end at the last `@`, so a password with
  * an unescaped `@` or `/` (a common mistake in a pasted URL) is hidden too, not printed.
@@ -306,7 +309,7 @@ export class MongoDatabase implements Database {
         // within the 2 s of CONTRACT section 2 with room for a busy event loop. (A server that stops
         // answering on open connections, frozen or cut off, fails the monitor's check after
         // connectTimeoutMS; the driver then interrupts the operations waiting on it: 503 within ~2.5 s.)
-        serverSelectionTimeoutMS: 1200,
+        serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
         // On a replica set (README "Scaling out"): a write interrupted by a primary election is retried
         // once on the new primary (user, provider and link writes are single-document, safe to retry),
         // and is acknowledged by a majority, so a failover cannot roll back an account change. Reads go
@@ -335,7 +338,11 @@ export class MongoDatabase implements Database {
     } catch (err) {
       reach.close();
       await client.close().catch(() => {});
-      throw new Error(`cannot reach MongoDB at ${redactMongoUrl(url)}: ${(err as Error).message}`, { cause: err });
+      // The deadline in the message: an operator (and the tests) can tell a refused connection that
+      // ended start-up at once from one that waited for the driver's default 30 s.
+      throw new Error(`cannot reach MongoDB at ${redactMongoUrl(url)} (server selection timeout ${SERVER_SELECTION_TIMEOUT_MS / 1000} s): ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { requestOrigin } from '../auth/client-ip.ts';
 import type { Config } from '../config/load.ts';
 import type { Logger } from '../logger.ts';
@@ -33,10 +33,10 @@ const MAX_ORIGINS = 100;
  * per origin per minute, and at most MAX_ORIGINS distinct origins a minute (then one line saying so).
  * Memory: at most MAX_ORIGINS entries, kept in the order they were logged so old ones drop off the front.
  */
-function refusalLog(logger: Logger, allowed: string[]) {
+function refusalLog(logger: Logger, kind: string, message: string, allowed: string[]) {
   const loggedAt = new Map<string, number>();
   let floodNoticeAt = -Infinity;
-  return function logRefusal(origin: string, ownOrigin: string) {
+  return function logRefusal(origin: string, fields: Record<string, string | undefined>) {
     const now = Date.now();
     const last = loggedAt.get(origin);
     if (last !== undefined && now - last < WINDOW_MS) return;
@@ -47,13 +47,63 @@ function refusalLog(logger: Logger, allowed: string[]) {
     if (loggedAt.size >= MAX_ORIGINS) {
       if (now - floodNoticeAt >= WINDOW_MS) {
         floodNoticeAt = now;
-        logger.warn({ limit: MAX_ORIGINS, allowed }, `csrf_failed: more refused origins than ${MAX_ORIGINS} within a minute; the others are not logged`);
+        logger.warn({ limit: MAX_ORIGINS, allowed }, `${kind}: more refused origins than ${MAX_ORIGINS} within a minute; the others are not logged`);
       }
       return;
     }
     loggedAt.delete(origin);
     loggedAt.set(origin, now);
-    logger.warn({ origin, ownOrigin: printable(ownOrigin), allowed }, 'csrf_failed: Origin refused');
+    logger.warn({ origin, ...fields, allowed }, message);
+  };
+}
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1']);
+
+/**
+ * Why a refused origin looks like a listed one, when it differs only by localhost vs 127.0.0.1 or by
+ * its port (the usual dev-server mistakes: browsers treat each as another origin), else undefined.
+ */
+export function nearMiss(origin: string, listed: string[]): string | undefined {
+  let o: URL;
+  try {
+    o = new URL(origin);
+  } catch {
+    return undefined;
+  }
+  for (const entry of listed) {
+    const l = new URL(entry);
+    if (l.protocol !== o.protocol) continue;
+    if (l.hostname === o.hostname && l.port !== o.port) return `it differs from the listed ${entry} only by its port`;
+    if (l.port === o.port && l.hostname !== o.hostname && LOOPBACK.has(l.hostname) && LOOPBACK.has(o.hostname)) {
+      return `it differs from the listed ${entry} only by ${o.hostname} vs ${l.hostname}, which browsers treat as different origins`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The `origin` option of Hono's `cors`: a listed frontend gets its Access-Control-Allow-Origin (with
+ * credentials), any other origin none. A browser then reports only a CORS error to the developer, so a
+ * miss from another site (not the service's own origin, which needs no CORS) is logged at warn, naming
+ * the origin and SVC_FRONTEND_URLS, rate-limited like CSRF refusals. State-changing requests from such
+ * an origin are not logged here: the CSRF check refuses and logs them.
+ * ```ts
+ * app.use(cors({ origin: corsOrigin(config, logger), credentials: true }));
+ * ```
+ */
+export function corsOrigin(config: Config, logger: Logger): (origin: string, c: Context<AppEnv>) => string | null {
+  const { cors, csrf } = allowedOrigins(config);
+  const listed = new Set(cors);
+  const own = new Set(csrf);
+  const trustProxy = config.server.trustProxy;
+  const logMiss = refusalLog(logger, 'cors', 'cors: Origin not listed in SVC_FRONTEND_URLS: no Access-Control-Allow-Origin for it', cors);
+  return function corsOrigin(origin, c) {
+    if (origin !== 'null' && listed.has(origin)) return origin;
+    if (!UNSAFE.has(c.req.method) && !own.has(origin) && origin !== requestOrigin(c, trustProxy)) {
+      const shown = printable(origin);
+      logMiss(shown, { hint: nearMiss(origin, cors) });
+    }
+    return null;
   };
 }
 
@@ -81,14 +131,14 @@ export function originCheck(config: Config, logger: Logger): MiddlewareHandler<A
   const list = allowedOrigins(config).csrf;
   const allowed = new Set(list);
   const trustProxy = config.server.trustProxy;
-  const logRefusal = refusalLog(logger, list);
+  const logRefusal = refusalLog(logger, 'csrf_failed', 'csrf_failed: Origin refused', list);
   return async function originCheck(c, next) {
     const origin = c.req.header('origin');
     if (origin && UNSAFE.has(c.req.method) && !allowed.has(origin) && !(c.req.method === 'POST' && FORM_POST_CALLBACK.test(c.req.path))) {
       const own = requestOrigin(c, trustProxy);
       if (origin === 'null' || origin !== own) {
         const shown = printable(origin);
-        logRefusal(shown, own);
+        logRefusal(shown, { ownOrigin: printable(own) });
         throw new AppError(
           403,
           'csrf_failed',

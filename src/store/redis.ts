@@ -6,6 +6,8 @@ import type { SetOptions, Store, Subscription, TrackingListener } from './store.
 
 /** Where Redis sends the names of tracked keys to a RESP2 connection that redirects to itself. */
 const INVALIDATE_CHANNEL = '__redis__:invalidate';
+/** Opening a connection: longer than this is a Redis that does not answer. */
+const CONNECT_TIMEOUT_MS = 2000;
 
 /** A Redis URL with its password hidden, safe for log lines and error messages. */
 export function redactUrl(url: string): string {
@@ -56,7 +58,7 @@ export class RedisStore implements Store {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
-      connectTimeout: 2000,
+      connectTimeout: CONNECT_TIMEOUT_MS,
       commandTimeout: 1500,
       retryStrategy: (times) => Math.min(100 * times, 1000),
       ...(opts.db !== undefined ? { db: opts.db } : {}),
@@ -93,7 +95,8 @@ export class RedisStore implements Store {
       this.client.disconnect();
       // ioredis reports "Connection is closed"; the socket's own error (ECONNREFUSED...) says why.
       const reason = this.lastError?.message ?? (err as Error).message;
-      throw new Error(`cannot reach store "${this.name}" at ${redactUrl(url)}: ${reason}`, { cause: err });
+      // The deadline in the message: start-up gives up after one attempt, never retries for ever.
+      throw new Error(`cannot reach store "${this.name}" at ${redactUrl(url)} (connect timeout ${CONNECT_TIMEOUT_MS / 1000} s): ${reason}`, { cause: err });
     }
   }
 

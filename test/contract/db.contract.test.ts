@@ -172,8 +172,10 @@ describe.skipIf(!mongoUrl)('MongoDB', () => {
   it('an unreachable MongoDB fails fast with a clear message and hides the password', async () => {
     const started = Date.now();
     const err = (await MongoDatabase.connect('mongodb://u:hunter2@127.0.0.1:1/x').catch((e: unknown) => e)) as Error;
-    expect(err.message).toMatch(/cannot reach MongoDB at mongodb:\/\/u:\*\*\*@127\.0\.0\.1:1\/x/);
+    expect(err.message).toMatch(/cannot reach MongoDB at mongodb:\/\/u:\*\*\*@127\.0\.0\.1:1\/x \(server selection timeout 1\.2 s\): .*ECONNREFUSED/);
     expect(err.message).not.toContain('hunter2');
-    expect(Date.now() - started).toBeLessThan(3000);
+    // Fast by its cause (the timeout above); the clock only tells it from the driver's 30 s default,
+    // with room for a busy machine (quiet: ~1.25 s).
+    expect(Date.now() - started).toBeLessThan(15_000);
   });
 });

@@ -21,9 +21,9 @@ describe.skipIf(!redisUrl)('Redis', () => {
     const store = new RedisStore({ url, name: 'cache' });
     const started = Date.now();
     const err = (await store.connect(url).catch((e: unknown) => e)) as Error;
-    expect(err.message).toMatch(/cannot reach store "cache" at redis:\/\/:\*\*\*@127\.0\.0\.1:1/);
+    expect(err.message).toMatch(/cannot reach store "cache" at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/ \(connect timeout 2 s\): .*ECONNREFUSED/);
     expect(err.message).not.toContain('hunter2');
-    expect(Date.now() - started).toBeLessThan(3000);
+    expect(Date.now() - started).toBeLessThan(3000); // refused at once (quiet: ~50 ms)
   });
 
   it('messages cross processes sharing one Redis (two stores), and a subscriber that reconnects is told to catch up', async () => {
@@ -82,7 +82,7 @@ describe.skipIf(!redisUrl)('Redis', () => {
     const started = Date.now();
     const err = await store.get('svctest:x').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnavailableError);
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started).toBeLessThan(2000); // no offline queue: at once (quiet: ~1 ms)
     await store.close();
   });
 });

@@ -499,7 +499,8 @@ describe.skipIf(!redisUrl)('svc__cache on a frozen Redis', () => {
       const res = await admin.fetch('/svc__cache/cacheEntries?instance=frozen');
       expect(res.status).toBe(503);
       expect((await res.json()).error.code).toBe('unavailable');
-      expect(Date.now() - started).toBeLessThan(5000); // a 1 s connect deadline, with room for a busy machine
+      // A 1.5 s command deadline (quiet: ~1.6 s); 3x that for a busy machine, still far from a hung request.
+      expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
       await frozen.kill();
       await t.close();

@@ -234,6 +234,31 @@ describe('operator (issue 26 §6): why csrf_failed', () => {
       }
     });
 
+    it('operator: a CORS preflight from an unlisted origin is logged at warn, naming it and SVC_FRONTEND_URLS, once a minute; a near miss says how it differs', async () => {
+      const preflight = (origin: string) =>
+        fetch(`${svc.url}/auth/session`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'GET' } });
+      const misses = () => svc.logs().filter((l) => String(l.msg).startsWith('cors:'));
+      for (const origin of ['http://localhost:5173', 'http://localhost:5173', 'http://127.0.0.1:5174', 'http://elsewhere.example.com', 'http://127.0.0.1:5173']) {
+        const res = await preflight(origin);
+        expect(res.status).toBe(204);
+        expect(res.headers.get('access-control-allow-origin')).toBe(origin === 'http://127.0.0.1:5173' ? origin : null);
+      }
+      await svc.waitForLog((l) => String(l.msg).startsWith('cors:') && l.origin === 'http://elsewhere.example.com');
+      const lines = misses();
+      expect(lines.map((l) => l.origin)).toEqual(['http://localhost:5173', 'http://127.0.0.1:5174', 'http://elsewhere.example.com']);
+      for (const line of lines) {
+        expect(line.level).toBe(40);
+        expect(line.msg).toContain('SVC_FRONTEND_URLS');
+        expect(line.allowed).toEqual(['http://127.0.0.1:5173']);
+      }
+      expect(lines[0]!.hint).toBe('it differs from the listed http://127.0.0.1:5173 only by localhost vs 127.0.0.1, which browsers treat as different origins');
+      expect(lines[1]!.hint).toBe('it differs from the listed http://127.0.0.1:5173 only by its port');
+      expect(lines[2]!.hint).toBeUndefined();
+      // The service's own pages need no CORS: nothing to report.
+      await fetch(`${svc.url}/health`, { headers: { origin: svc.url } });
+      expect(misses()).toHaveLength(3);
+    });
+
     it('operator: many distinct refused origins cannot flood the log (bounded lines and memory)', async () => {
       const before = refusals().length;
       await Promise.all(Array.from({ length: 250 }, (_, i) => post(`${svc.url}/auth/logout`, {}, { origin: `http://flood-${i}.example.com` })));

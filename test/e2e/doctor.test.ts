@@ -86,6 +86,15 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
     expect(out).toMatch(/\d+ checks failed/);
   });
 
+  it('a new app (no seeds, nothing from 0.1.x) is not failed for its landing page; an app with 0.1.x traces is', () => {
+    const env = { CACHE_URL: redisUrl, MONGODB_URL: mongoUrl, SVC_FRONTEND_URLS: 'http://localhost:5173' };
+    const fresh = doctor(app({ 'svc.config.json': JSON.stringify({ auth: { cookie: { name: 'sid_app' } } }) }), env);
+    expect(fresh.out).toMatch(/^ok {3}landing page: none seeded \(a new app/m);
+    expect(fresh.code, fresh.out).toBe(0);
+    const migrating = doctor(app({ 'plugins/legacy/index.js': "export default () => (req) => req.user._id;\n" }), env);
+    expect(migrating.out).toMatch(/^FAIL landing page: no interaction link has isLandingPage: true/m);
+  });
+
   it('production leaks of issue 35: HIDE_SECRETS=false, insecure provider URLs, an http: frontend, SVC_ADMIN_PASSWORD still set, an open CLI script with a free {} value', () => {
     const root = app({
       'svc.config.json': JSON.stringify({ auth: { cookie: { name: 'sid_app' } } }),

@@ -6,7 +6,7 @@
 // happened, so a failing run leaves nothing behind.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -135,6 +135,40 @@ describe('npm start runs compiled JavaScript', () => {
     expect(run.output()).toContain('building dist/');
     await stop(run);
   }, 180_000);
+});
+
+describe('npm start on a stale tree (a source newer than the build)', () => {
+  const stamp = path.join(PROJECT_DIR, 'dist', '.built');
+  /** Makes a source newer than the build, as a `git pull` or an edit does. */
+  const touchSource = () => {
+    const now = new Date(Date.now() + 2000);
+    utimesSync(path.join(PROJECT_DIR, 'src', 'server.ts'), now, now);
+  };
+
+  it('operator: NODE_ENV=production never builds at start: exits non-zero, telling to run `npm run build`, dist/ untouched', async () => {
+    touchSource();
+    const before = readFileSync(stamp, 'utf8');
+    const run = npmStart({ NODE_ENV: 'production', PORT: String(await freePort()), SVC_APP_PATH: tempDir('svc-app-'), SVC_DATA_DIR: tempDir('svc-data-') });
+    expect(await Promise.race([run.exited, sleep(30_000).then(() => 'still running')]), run.output()).toBe(1);
+    expect(run.output()).toContain('dist/ is older than the sources');
+    expect(run.output()).toContain('run `npm run build` first');
+    expect(run.output()).not.toContain('building dist/');
+    expect(readFileSync(stamp, 'utf8')).toBe(before);
+  }, 60_000);
+
+  it('two instances started at the same moment both come up healthy: one builds, the other waits for it', async () => {
+    touchSource();
+    const [one, two] = await Promise.all([0, 1].map(async () => ({ port: await freePort(), data: tempDir('svc-data-') })));
+    const runs = [one!, two!].map(({ port, data }) => ({ ...npmStart({ PORT: String(port), SVC_APP_PATH: tempDir('svc-app-'), SVC_DATA_DIR: data }), port }));
+    const healthyBoth = await Promise.all(runs.map((run) => healthy(run.port, 150_000)));
+    const outputs = runs.map((run) => run.output()).join('\n----\n');
+    expect(healthyBoth, outputs).toEqual([true, true]);
+    expect(outputs.match(/svc: building dist\//g), outputs).toHaveLength(1);
+    expect(outputs).toContain('another process is building dist/: waiting for it');
+    // Nothing left behind: the lock and the build's own folders are gone.
+    expect(readdirSync(PROJECT_DIR).filter((name) => /^dist\./.test(name))).toEqual([]);
+    for (const run of runs) await stop(run);
+  }, 240_000);
 });
 
 describe('npm start', () => {

@@ -336,6 +336,13 @@ describe('login against an IdP that misbehaves (id_token attacks)', () => {
     expect(calls.filter((c) => c !== 'GET /tenant-a/jwks 200')).toEqual(['POST /tenant-a/token 200', 'GET /tenant-a/userinfo 200']);
   });
 
+  it("names: without `name`, userinfo's given_name / family_name are the user's first and last name, as the provider splits them", async () => {
+    fake.userInfoOverride = { given_name: 'Mary Ann', family_name: 'Evans' };
+    const { b, res } = await loginAtFake();
+    const session = await expectLoggedIn(b, res);
+    expect(session.user).toMatchObject({ firstname: 'Mary Ann', lastname: 'Evans' });
+  });
+
   /** Each attack, and the check that must be the one refusing it (from the logged reason). */
   const attacks: [IdTokenAttack, string, RegExp][] = [
     ['unpublished-key', 'signed with a key the IdP does not publish (claiming the published kid)', /signature verification failed/],

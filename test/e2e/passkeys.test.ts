@@ -109,6 +109,7 @@ describe('log in with a passkey', () => {
     const { c, id, email } = await signedIn();
     const device = new SoftAuthenticator(FRONTEND);
     expect((await register(c, device)).status).toBe(201);
+    await t.instance.auth.users.users.updateOne({ _id: id }, { $set: { lastLoginAt: null } }); // forget the password login
     const browser = t.client();
     const optionsRes = await post(browser, '/auth/login/passkey/options');
     expect(optionsRes.status).toBe(200);
@@ -121,7 +122,9 @@ describe('log in with a passkey', () => {
     expect(body.user).toMatchObject({ id, email });
     expect(typeof body.expiresAt).toBe('string');
     expect(res.headers.getSetCookie().some((l) => l.startsWith('sid_app=') && !l.startsWith('sid_app=;'))).toBe(true);
-    expect(((await (await browser.fetch('/auth/session')).json()) as { provider: string }).provider).toBe('passkey');
+    const session = (await (await browser.fetch('/auth/session?expand=user')).json()) as { provider: string; user: { lastLoginAt: string | null } };
+    expect(session.provider).toBe('passkey');
+    expect(Date.parse(session.user.lastLoginAt!)).toBeGreaterThan(Date.now() - 60_000);
     const list = (await (await c.fetch('/auth/passkeys')).json()) as { items: { lastUsedAt: string | null }[] };
     expect(list.items[0]!.lastUsedAt).not.toBeNull();
   });

@@ -117,6 +117,19 @@ describe('README', () => {
     expect(README).toContain(`\`npm start\` is \`${start}\``);
   });
 
+  it('newcomer: the README and .env.example cite no document the repository does not have (SPEC.md, CONTRACT)', () => {
+    for (const [name, text] of [['README.md', README], ['.env.example', readFileSync(path.join(PROJECT_DIR, '.env.example'), 'utf8')]] as const) {
+      expect(text.match(/.{0,40}\b(SPEC(\.md)?|CONTRACT(\.md)?)\b.{0,40}/g), name).toBeNull();
+    }
+  });
+
+  it("operator: the README's systemd unit runs in production and does not build on every start (a restart is not a build)", () => {
+    const unit = codeBlocks('ini').find((block) => block.includes('[Service]'))!;
+    expect(unit).toMatch(/Environment=NODE_ENV=production\b/);
+    expect(unit).not.toMatch(/^ExecStartPre=.*build/m);
+    expect(unit).toMatch(/^ExecStart=.*bin\/start\.js$/m);
+  });
+
   it('operator: every error code the code base can emit is in the README error table, with its status', () => {
     const emitted = emittedCodes();
     expect(emitted.size).toBeGreaterThan(20);

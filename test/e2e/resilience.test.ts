@@ -79,7 +79,14 @@ async function waitHealthy(svc: SvcProcess, withinMs: number): Promise<number> {
   throw new Error(`/health not 200 within ${withinMs} ms (last: ${JSON.stringify(last)})\n${svc.output()}`);
 }
 
-/** Several /health calls during an outage: each 503 with `expected` within 2 s. Returns the timings. */
+/**
+ * How long one answer during an outage may take. The service answers within 2 s (its /health probe gives
+ * up after 1.5 s, a store command after 1.5 s), but a wall-clock bound must hold at 3x its quiet value
+ * on a busy 2-core machine; without those deadlines a request would hang until the 30 s request timeout.
+ */
+const OUTAGE_ANSWER_MS = 5000;
+
+/** Several /health calls during an outage: each 503 with `expected` (quickly). Returns the timings. */
 async function expectDownFast(svc: SvcProcess, expected: Record<string, string>, times = 4): Promise<number[]> {
   const timings: number[] = [];
   for (let i = 0; i < times; i++) {
@@ -88,7 +95,7 @@ async function expectDownFast(svc: SvcProcess, expected: Record<string, string>,
     expect(res.status, `try ${i + 1}: ${JSON.stringify(res)}`).toBe(503);
     expect(res.body).toEqual(expected);
     expect(res.contentType).toMatch(/^application\/json/);
-    expect(res.ms, `try ${i + 1} took ${res.ms} ms (all: ${timings.join(', ')})`).toBeLessThan(2000);
+    expect(res.ms, `try ${i + 1} took ${res.ms} ms (all: ${timings.join(', ')})`).toBeLessThan(OUTAGE_ANSWER_MS);
   }
   return timings;
 }
@@ -117,7 +124,7 @@ describe.skipIf(!redisServerAvailable)('Redis outage', () => {
     // Work that needs the store says "unavailable", not "wrong password" or "log in again".
     const duringLogin = await login(svc);
     expectUnavailable(duringLogin);
-    expect(duringLogin.ms).toBeLessThan(2500);
+    expect(duringLogin.ms).toBeLessThan(OUTAGE_ANSWER_MS);
     const duringSession = await timed(`${svc.url}/auth/session`, { headers: { cookie: before.cookie! } });
     expectUnavailable(duringSession);
 
@@ -154,7 +161,7 @@ describe.skipIf(!redisServerAvailable)('Redis outage', () => {
     // A request that needs the store gives up after the store's command timeout (2 s), with 503.
     const during = await timed(`${svc.url}/auth/session`, { headers: { cookie: cookie! } });
     expectUnavailable(during);
-    expect(during.ms).toBeLessThan(3000);
+    expect(during.ms).toBeLessThan(OUTAGE_ANSWER_MS);
     redis.thaw();
     const healedInMs = await waitHealthy(svc, 5000);
     console.info(`redis frozen: /health during outage ${timings.join(', ')} ms; /auth/session ${during.ms} ms; healthy again ${healedInMs} ms after thaw`);

@@ -148,13 +148,29 @@ export const seeds = {
     expect(svc.stderr()).toMatch(/svc failed to start: exactly one interaction link must have isLandingPage: true; found 2: "homeLink" \(config\/interactionLinks\.js\), "second"/);
   });
 
-  it('an app root with neither file starts, with a warning that no landing page is seeded', async () => {
+  /** What applySeeds logs at warn and at info for an app root with neither file. */
+  async function seedLogs(before?: (db: Database) => Promise<unknown>) {
     const t = await createTestApp({ env: { SVC_APP_PATH: appRoot({}) } });
-    const warnings: string[] = [];
-    const logger = { ...t.instance.logger, warn: (...args: unknown[]) => warnings.push(String(args.at(-1))), info: () => {} };
+    // A database with nothing but what seeds wrote (the plugins' seeds are not passed below).
+    for (const name of ['svc__core-composition', 'svc__core-interactionlink']) await (await t.instance.db.collection(name)).deleteMany({});
+    await before?.(t.instance.db);
+    const logged = { warn: [] as string[], info: [] as string[] };
+    const logger = { ...t.instance.logger, warn: (...args: unknown[]) => logged.warn.push(String(args.at(-1))), info: (...args: unknown[]) => logged.info.push(String(args.at(-1))) };
     await applySeeds({ ...t.instance, logger: logger as never }, []);
-    expect(warnings).toEqual([expect.stringMatching(/no landing page is seeded: add config\/compositions\.js and config\/interactionLinks\.js .*migration step 5/)]);
     await t.close();
+    return logged;
+  }
+
+  it('a new app with neither file starts; no migration warning, an info line says what a landing page is for', async () => {
+    const { warn, info } = await seedLogs();
+    expect(warn).toEqual([]);
+    expect(info).toEqual([expect.stringMatching(/no landing page is seeded: a frontend that lands on \/ after login needs config\/compositions\.js and config\/interactionLinks\.js/)]);
+    expect(info.join()).not.toContain('migration');
+  });
+
+  it('an app from 0.1.x (compositions already in its database) without a landing page: the migration warning (step 5)', async () => {
+    const { warn } = await seedLogs(async (db) => (await db.collection('svc__core-composition')).insertOne({ _id: 'old-home', pathname: { default: 'home' }, widgetsLayout: [] } as never));
+    expect(warn).toEqual([expect.stringMatching(/no landing page is seeded: add config\/compositions\.js and config\/interactionLinks\.js .*migration step 5/)]);
   });
 
   for (const [name, openDb] of [

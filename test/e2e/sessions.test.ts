@@ -313,7 +313,7 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
           email_verified: false,
           isAdmin: true,
           oauthAccounts: [],
-          lastLoginAt: null,
+          lastLoginAt: expect.stringMatching(ISO_RE), // the password login of `loggedIn`
           settings: {},
         });
       });

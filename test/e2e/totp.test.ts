@@ -103,8 +103,11 @@ describe('TOTP', () => {
   it('login in two steps: password -> mfaRequired and svc_mfa, no session; the code -> session and the password-login body', async () => {
     const a = await app();
     const { user, app2fa } = await withTotp(a);
+    const lastLoginAt = async () => (await a.instance.auth.users.findById(user.id))?.lastLoginAt;
+    await a.instance.auth.users.users.updateOne({ _id: user.id }, { $set: { lastLoginAt: null } });
     const b = await firstStep(a, user);
     expect((await b.fetch('/auth/session')).status).toBe(401);
+    expect(await lastLoginAt()).toBeNull(); // a first step is not a login yet
     // The code that confirmed the enrolment was used: wait for it in a fresh step window? No: a drift of +1 is accepted.
     const res = await second(b, { code: app2fa.at(1) });
     expect(res.status).toBe(200);
@@ -113,6 +116,7 @@ describe('TOTP', () => {
     expect(Object.keys(body).sort()).toEqual(['expiresAt', 'user']);
     expect(setCookies(res, 'svc_mfa')[0]!.attrs.get('max-age')).toBe('0');
     expect((await b.fetch('/auth/session')).status).toBe(200);
+    expect(Date.parse((await lastLoginAt())!)).toBeGreaterThan(Date.now() - 60_000); // the code finished it
     // The pending login was single use.
     const again = await second(b, { code: app2fa.at(1) });
     expect(again.status).toBe(401);

@@ -342,6 +342,8 @@ describe('user-info mappings', () => {
       email: 'ada@example.com',
       emailVerified: true,
       name: 'Ada Lovelace',
+      givenName: 'Ada',
+      familyName: 'Lovelace',
       avatarUrl: 'https://lh3.googleusercontent.com/a/ACg8ocI',
     });
     expect(await resolveProfile(entry, tokens(), fakeHttp({ [url]: { ...claims, email_verified: false } }).fetch)).toMatchObject({ emailVerified: false });

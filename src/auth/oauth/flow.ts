@@ -12,7 +12,7 @@ import { totpEnabled } from '../totp.ts';
 import { epochOf, isAdmin, ownsEmail, type UserDoc } from '../users.ts';
 import type { AccountLinks } from './accounts.ts';
 import { OAuthFlowError, providerClient } from './client.ts';
-import { splitName, type Profile } from './profile.ts';
+import { personName, type Profile } from './profile.ts';
 import { emailVerifiedBy, type ProviderDoc, type ProviderService } from './providers.ts';
 import { safeReturnPath } from './return-to.ts';
 import { sealedRecord } from './secrets.ts';
@@ -250,7 +250,6 @@ export class OAuthFlow {
     let started = null;
     for (let attempt = 0; attempt < 2 && !started; attempt++) {
       const user = await this.resolveUser(c, doc, identity, accountId);
-      await this.auth.users.users.updateOne({ _id: user._id }, { $set: { lastLoginAt: new Date().toISOString() } });
       if (totpEnabled(user) && this.config.auth.totp.oauth) {
         // The provider proved one factor; the login page asks for the code (POST /auth/login/totp),
         // which then answers the stored return path. No session, token blob or handler before that.
@@ -321,7 +320,7 @@ export class OAuthFlow {
         throw new OAuthFlowError('account_exists', 'the email belongs to an existing account and is not verified');
       }
       // step 4: a new user; with an unverified email it can never become a takeover target (step 2)
-      const user = await this.auth.users.create({ email: profile.email, ...splitName(profile.name), email_verified: profile.emailVerified, createdVia: 'oauth' });
+      const user = await this.auth.users.create({ email: profile.email, ...personName(profile), email_verified: profile.emailVerified, createdVia: 'oauth' });
       await this.accounts.link(user._id, provider, accountId, profile.email);
       return (await this.auth.users.findById(user._id)) ?? user;
     } catch (err) {

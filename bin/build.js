@@ -1,0 +1,141 @@
+#!/usr/bin/env node
+// `npm run build`, and `npm start`'s build on a stale tree in development. Two rules make it safe for
+// instances started together (two systemd units, a `git pull` followed by two starts):
+// - under a lock (a directory: `mkdir` either creates it or fails, atomically), so one process builds
+//   and the others wait for it, then find the build fresh and build nothing;
+// - into a folder of its own, swapped in by renames once complete, so nobody ever imports a dist/ that
+//   tsc is half-way through rewriting (that crashed an instance with "does not provide an export named").
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const dist = path.join(root, 'dist');
+const stampName = '.built';
+const lock = path.join(root, 'dist.lock');
+
+/** The newest modification time of the sources that go into dist/. */
+function newestSource() {
+  let newest = 0;
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (/\.(ts|js|json)$/.test(entry.name)) newest = Math.max(newest, statSync(full).mtimeMs);
+    }
+  };
+  for (const dir of ['src', 'routes', 'plugins']) walk(path.join(root, dir));
+  for (const file of ['package.json', 'tsconfig.json', 'tsconfig.build.json']) newest = Math.max(newest, statSync(path.join(root, file)).mtimeMs);
+  return newest;
+}
+
+/**
+ * 'fresh', 'missing' (never built) or 'stale' (a source changed since the build). The stamp holds the
+ * newest source time the build saw (older stamps: a date, so their own modification time counts).
+ */
+export function buildState() {
+  const stamp = path.join(dist, stampName);
+  if (!existsSync(stamp)) return 'missing';
+  const built = Number(readFileSync(stamp, 'utf8'));
+  return (Number.isFinite(built) ? built : statSync(stamp).mtimeMs) >= newestSource() ? 'fresh' : 'stale';
+}
+
+/** The lock's holder died mid-build (its pid is gone), or never wrote its pid within a minute. */
+function abandoned() {
+  try {
+    const pid = Number(readFileSync(path.join(lock, 'pid'), 'utf8'));
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    if (err.code === 'EPERM') return false; // alive, another user's
+    if (err.code !== 'ENOENT') return true; // ESRCH: no such process
+    try {
+      return Date.now() - statSync(lock).mtimeMs > 60_000;
+    } catch {
+      return false; // released meanwhile
+    }
+  }
+}
+
+/** Runs `fn` holding the build lock; waits (saying so once) while another process holds it. */
+async function withLock(fn) {
+  let said = false;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+    }
+    if (abandoned()) {
+      // Renamed away first: of several waiters that found it abandoned, only one removes it.
+      const away = `${lock}.abandoned-${process.pid}`;
+      try {
+        renameSync(lock, away);
+        rmSync(away, { recursive: true, force: true });
+      } catch {
+        // another waiter took it over first
+      }
+      continue;
+    }
+    if (!said) process.stderr.write('svc: another process is building dist/: waiting for it ...\n');
+    said = true;
+    await sleep(200);
+  }
+  writeFileSync(path.join(lock, 'pid'), String(process.pid));
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Builds dist/ unless it is fresh (or becomes fresh while waiting for another builder). Returns false
+ * when TypeScript is not installed (a production install without devDependencies), throws when tsc fails.
+ */
+export async function build({ force = false } = {}) {
+  let tsc;
+  try {
+    tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  } catch {
+    return false;
+  }
+  return withLock(() => {
+    if (!force && buildState() === 'fresh') return true; // another process built it while we waited
+    process.stderr.write('svc: building dist/ (npm run build) ...\n');
+    // Read before compiling: a source saved during the build leaves the build stale, not stamped fresh.
+    const sourcesAt = newestSource();
+    const next = `${dist}.next-${process.pid}`;
+    const old = `${dist}.old-${process.pid}`;
+    rmSync(next, { recursive: true, force: true });
+    const result = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--outDir', next], { stdio: 'inherit', cwd: root });
+    if (result.status !== 0) {
+      rmSync(next, { recursive: true, force: true });
+      throw new Error('the build failed (see above)');
+    }
+    writeFileSync(path.join(next, stampName), String(sourcesAt));
+    // A directory cannot be renamed over a non-empty one: move the old build aside, then the new one in.
+    if (existsSync(dist)) renameSync(dist, old);
+    renameSync(next, dist);
+    rmSync(old, { recursive: true, force: true });
+    return true;
+  });
+}
+
+// `node bin/build.js` (npm run build): always compiles, under the lock.
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    if (!(await build({ force: true }))) {
+      process.stderr.write('svc: TypeScript is not installed: run `npm ci` (with devDependencies) first\n');
+      process.exitCode = 1;
+    }
+  } catch (err) {
+    process.stderr.write(`svc: ${err.message}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,66 @@
+// deploy/nginx.conf keeps "errors are always JSON" (issue 37): nginx lets bodies over svc's
+// `server.bodyLimit` through, so svc answers its own 413; what nginx refuses or cannot forward itself
+// (a body over client_max_body_size, svc unreachable) is JSON with svc's error shape too. Only nginx
+// and one svc instance: no browser needed.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReadySvc, stopAll, type SvcProcess } from '../support/spawn.ts';
+import { missingPrograms, nginxSite, pickPort, startNginx, FRONTEND_DIR, type Nginx } from './support/deployment.ts';
+
+const noNginx = missingPrograms().some((p) => p.startsWith('nginx'));
+if (noNginx && process.env.CI === 'true') throw new Error('CI=true but nginx (nginx-light) is missing');
+
+describe.skipIf(noNginx)('nginx in front of svc: errors are JSON', () => {
+  let svc: SvcProcess;
+  let nginx: Nginx;
+  let app: string;
+  let unreachable: string;
+
+  beforeAll(async () => {
+    svc = await startReadySvc();
+    const [appPort, otherPort, deadPort] = await Promise.all([pickPort(), pickPort(), pickPort()]);
+    const site = nginxSite({
+      '127.0.0.1:3001': `127.0.0.1:${svc.port}`,
+      '127.0.0.1:3002': `127.0.0.1:${svc.port}`,
+      '127.0.0.1:3101': `127.0.0.1:${deadPort}`, // the workbench's svc is not running
+      'listen 8080;': `listen 127.0.0.1:${appPort};`,
+      'listen 8081;': `listen 127.0.0.1:${otherPort};`,
+      '/srv/svc/app;': `${FRONTEND_DIR};`,
+      '/srv/svc/workbench;': `${FRONTEND_DIR};`,
+    });
+    app = `http://127.0.0.1:${appPort}`;
+    unreachable = `http://127.0.0.1:${otherPort}`;
+    nginx = await startNginx(site, [`${app}/config.js`, `${unreachable}/config.js`]);
+  });
+  afterAll(async () => {
+    await nginx?.stop();
+    await stopAll();
+  });
+
+  const post = (base: string, bytes: number) =>
+    fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'a@example.com', password: 'x'.repeat(bytes) }) });
+
+  async function expectJsonError(res: Response, status: number, code: string) {
+    expect(res.status).toBe(status);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe(code);
+    expect(body.error.message).toMatch(/\S/);
+  }
+
+  it("a body over svc's bodyLimit (1 MiB) but under nginx's limit reaches svc: svc's own 413", async () => {
+    const res = await post(app, 1.5 * 1024 * 1024);
+    expect(res.headers.get('x-request-id'), 'answered by svc (its request id)').toBeTruthy();
+    await expectJsonError(res, 413, 'payload_too_large');
+  });
+
+  it("a body over nginx's client_max_body_size: nginx's 413, as JSON", async () => {
+    const res = await post(app, 3 * 1024 * 1024);
+    expect(res.headers.get('x-request-id'), 'answered by nginx').toBeNull();
+    await expectJsonError(res, 413, 'payload_too_large');
+  });
+
+  it('svc unreachable: 502 as JSON, not nginx\'s HTML page', async () => {
+    await expectJsonError(await fetch(`${unreachable}/api/health`), 502, 'unavailable');
+  });
+});

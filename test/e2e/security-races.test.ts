@@ -16,6 +16,7 @@ import { sleep } from '../support/auth.ts';
 import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
 import { startSmtp, tokenFrom, type TestSmtp } from '../support/smtp.ts';
 import { SoftAuthenticator, type CreationOptions, type RequestOptions } from '../support/webauthn.ts';
+import { fetchWithCookies, type JsonInit } from '../support/cookie-jar.ts';
 
 const redisUrl = inject('redisUrl');
 const mongoUrl = inject('mongoUrl');
@@ -34,26 +35,10 @@ class Jar {
 
   constructor(readonly ip = nextIp()) {}
 
-  async fetch(via: TestApp, path: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
+  fetch(via: TestApp, path: string, init: JsonInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
-    if (this.cookies.size) headers.set('cookie', [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '));
     headers.set('x-forwarded-for', this.ip);
-    let body = init.body;
-    if (init.json !== undefined) {
-      headers.set('content-type', 'application/json');
-      body = JSON.stringify(init.json);
-    }
-    const { json: _json, ...rest } = init;
-    const res = await via.fetch(path, { ...rest, headers, body });
-    for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const eq = pair!.indexOf('=');
-      const name = pair!.slice(0, eq).trim();
-      const value = pair!.slice(eq + 1);
-      if (/max-age=0/i.test(line) || value === '') this.cookies.delete(name);
-      else this.cookies.set(name, value);
-    }
-    return res;
+    return fetchWithCookies(via.fetch, this.cookies, path, { ...init, headers });
   }
 
   /** A copy of this browser's cookies (the same browser sending many requests at once). */

@@ -9,6 +9,7 @@ import type { ServerInstance } from '../../src/instance.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
 import { appWithPlugins, buildInstance } from '../../src/server.ts';
 import { Stores } from '../../src/store/index.ts';
+import { fetchWithCookies } from './cookie-jar.ts';
 
 export interface TestAppOptions {
   /** Redis URL, or undefined for the embedded store. */
@@ -77,24 +78,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     const cookies = new Map<string, string>();
     const self: TestClient = {
       cookies,
-      async fetch(p, init = {}) {
-        const headers = new Headers(init.headers);
-        if (cookies.size) headers.set('cookie', [...cookies].map(([k, v]) => `${k}=${v}`).join('; '));
-        let body = init.body;
-        if (init.json !== undefined) {
-          headers.set('content-type', 'application/json');
-          body = JSON.stringify(init.json);
-        }
-        const res = await fetch(p, { ...init, headers, body });
-        for (const line of res.headers.getSetCookie()) {
-          const [pair] = line.split(';');
-          const [name, ...rest] = pair!.split('=');
-          const value = rest.join('=');
-          if (/max-age=0/i.test(line) || value === '') cookies.delete(name!.trim());
-          else cookies.set(name!.trim(), value);
-        }
-        return res;
-      },
+      fetch: (p, init = {}) => fetchWithCookies(fetch, cookies, p, init),
       login: (email, password) => self.fetch('/auth/login', { method: 'POST', json: { email, password } }),
     };
     return self;

@@ -18,6 +18,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type https from 'node:https';
 import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { fetchWithCookies, type JsonInit } from './cookie-jar.ts';
 
 // oidc-provider v8 ships no TypeScript types: the few parts used here, loaded without type lookup.
 interface OidcClientModel {
@@ -320,25 +321,8 @@ export class Browser {
   }
 
   /** A request to svc with this browser's cookies; `json` sends a JSON body. */
-  async fetch(path: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
-    const headers = new Headers(init.headers);
-    if (this.svcCookies.size && !headers.has('cookie')) headers.set('cookie', [...this.svcCookies].map(([k, v]) => `${k}=${v}`).join('; '));
-    let body = init.body;
-    if (init.json !== undefined) {
-      headers.set('content-type', 'application/json');
-      body = JSON.stringify(init.json);
-    }
-    const { json: _json, ...rest } = init;
-    const res = await this.svc(path, { ...rest, headers, body });
-    for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const eq = pair!.indexOf('=');
-      const name = pair!.slice(0, eq).trim();
-      const value = pair!.slice(eq + 1);
-      if (/max-age=0/i.test(line) || value === '') this.svcCookies.delete(name);
-      else this.svcCookies.set(name, value);
-    }
-    return res;
+  fetch(path: string, init: JsonInit = {}): Promise<Response> {
+    return fetchWithCookies(this.svc, this.svcCookies, path, init);
   }
 
   /** Password login (`POST /auth/login`). */

@@ -1,6 +1,6 @@
 # svc in a container: build the JavaScript in one stage, run it as a non-root user in the next.
 # Not built or run in this repository's CI (no container engine there); keep it minimal and in step
-# with README "Operator's guide" and the settings the deployment suite uses.
+# with docs/operations.md and the settings the deployment suite uses.
 FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -29,7 +29,7 @@ export interface Stack {
   id: string;
   /** Table label. */
   label: string;
-  /** What is measured, for the README and the results file. */
+  /** What is measured, for docs/benchmarks.md and the results file. */
   description: string;
   /** The measured GET path. */
   path: string;
@@ -79,7 +79,7 @@ const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'obj
 /**
  * The flags of svc's `npm start` that every Node stack gets: the ones for speed. `--no-memory-reducer` keeps
  * a process that idles in its first seconds (every stack here waits for the others' runs) from the slower
- * path Node 20 takes for good after V8's first memory-reducing collection (README, "Shutdown"): without it
+ * path Node 20 takes for good after V8's first memory-reducing collection (docs/operations.md, "Shutdown"): without it
  * for all, the bench would compare that V8 quirk rather than code. `--max-semi-space-size` is svc's own
  * memory-for-CPU choice, and stays svc's.
  */

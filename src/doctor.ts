@@ -114,7 +114,7 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
     raw = (await readConfigFile(appRoot)).raw;
     add('config', 'ok', config.source ? `${path.relative(process.cwd(), config.source) || config.source} is valid` : 'no config file: defaults apply');
   } catch (err) {
-    add('config', 'fail', (err as Error).message, 'fix the keys named above (README "Configuration")');
+    add('config', 'fail', (err as Error).message, 'fix the keys named above (docs/configuration.md)');
     return checks;
   }
 
@@ -146,7 +146,7 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
   onlyDev('SVC_ALLOW_INSECURE_PROVIDER_URLS', config.env.allowInsecureProviderUrls, 'set: OAuth provider URLs may be plain http: to any host', 'remove SVC_ALLOW_INSECURE_PROVIDER_URLS (client secrets and tokens would cross the network in clear text)');
   onlyDev('SVC_ADMIN_PASSWORD', Boolean(env.SVC_ADMIN_PASSWORD), 'still set', 'remove SVC_ADMIN_PASSWORD from the deployment once the bootstrap admin exists (change that password after the first login)');
   const open = openScripts(appRoot);
-  onlyDev('CLI scripts', open.length > 0, `${open.join(', ')}: a free {} value without admin: true`, 'mark these scripts admin: true, or give every value an allow, deny or path rule (README "CLI connector")', 'no script in plugins/ or a script file takes a free {} value without admin: true');
+  onlyDev('CLI scripts', open.length > 0, `${open.join(', ')}: a free {} value without admin: true`, 'mark these scripts admin: true, or give every value an allow, deny or path rule (docs/cli-connector.md)', 'no script in plugins/ or a script file takes a free {} value without admin: true');
   const cacheUrl = config.env.storeUrls.cache;
   add('CACHE_URL', cacheUrl ? 'ok' : 'fail', cacheUrl ? 'Redis configured for sessions' : 'not set: sessions live in the embedded in-memory store of one process', 'set CACHE_URL=redis://host:6379 (Redis 7+)');
   add(
@@ -168,10 +168,10 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
     const { landing } = await checkedSeeds(appRoot, []);
     const migrating = obsolete.length > 0 || legacy.length > 0;
     if (landing.length === 1) add('landing page', 'ok', `"${landing[0]!.doc._id}" is the landing page`);
-    else if (!migrating) add('landing page', 'ok', 'none seeded (a new app: needed once a frontend lands on / after login, README "Landing seeds")');
+    else if (!migrating) add('landing page', 'ok', 'none seeded (a new app: needed once a frontend lands on / after login, docs/landing-seeds.md)');
     else add('landing page', 'fail', 'no interaction link has isLandingPage: true', 'seed config/compositions.js and config/interactionLinks.js with exactly one link marked isLandingPage: true');
   } catch (err) {
-    add('landing page', 'fail', (err as Error).message, 'fix the seeds named above (README "Landing seeds"); /login and /logout are the frontend\'s own pages');
+    add('landing page', 'fail', (err as Error).message, 'fix the seeds named above (docs/landing-seeds.md); /login and /logout are the frontend\'s own pages');
   }
 
   add('plugin sources', legacy.length ? 'fail' : 'ok', legacy.length ? legacy.join('; ') : 'no 0.1.x request identity or token code in plugins/', 'use c.get("authUser")!.userId / .isAdmin and instance.auth.authenticate(); drop the legacy authentication import');

@@ -33,7 +33,7 @@ export const configSchema = v.strictObject({
           ttlMode: v.optional(v.picklist(['sliding', 'absolute']), 'sliding'),
           cleanupInterval: v.optional(positiveSeconds, 900),
           maxLifetime: v.optional(positiveSeconds, 2592000),
-          /** In-process session records kept exact by Redis key tracking (README: "Local session cache"). */
+          /** In-process session records kept exact by Redis key tracking (docs/scaling.md "Local session cache"). */
           localCache: v.optional(v.boolean(), false),
           /** Most records one instance keeps (when full, the oldest one not used since the last sweep goes). */
           localCacheSize: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000_000)), 100_000),
@@ -52,7 +52,7 @@ export const configSchema = v.strictObject({
           secure: v.optional(v.boolean(), true),
           sameSite: v.optional(v.picklist(['strict', 'lax', 'none']), 'strict'),
           domain: v.optional(v.string()),
-          /** `__Host-<name>`: the browser binds the cookie to this host, Secure, Path=/ (README: trade-off). */
+          /** `__Host-<name>`: the browser binds the cookie to this host, Secure, Path=/ (docs/configuration.md: trade-off). */
           hostPrefix: v.optional(v.boolean(), false),
         }),
         {},
@@ -69,7 +69,7 @@ export const configSchema = v.strictObject({
       ),
       /** TOTP: `oauth` makes OAuth logins of a user with TOTP on ask for the code too. */
       totp: v.optional(v.strictObject({ oauth: v.optional(v.boolean(), true) }), {}),
-      /** WebAuthn relying party (README "Passkeys"): defaults from SVC_SERVER_BASE_URL and SVC_FRONTEND_URLS. */
+      /** WebAuthn relying party (docs/account.md "Passkeys"): defaults from SVC_SERVER_BASE_URL and SVC_FRONTEND_URLS. */
       passkeys: v.optional(
         v.strictObject({
           rpId: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9.-]+$/i, 'must be a host name'))),
@@ -103,7 +103,7 @@ export const configSchema = v.strictObject({
             }),
             {},
           ),
-          /** Subject of each kind of mail (README "Sign-up and recovery"); unset: the default. */
+          /** Subject of each kind of mail (docs/email.md "Sign-up and recovery"); unset: the default. */
           subjects: v.optional(
             v.strictObject({
               verify: v.optional(subject),

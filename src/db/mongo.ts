@@ -310,7 +310,7 @@ export class MongoDatabase implements Database {
         // answering on open connections, frozen or cut off, fails the monitor's check after
         // connectTimeoutMS; the driver then interrupts the operations waiting on it: 503 within ~2.5 s.)
         serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
-        // On a replica set (README "Scaling out"): a write interrupted by a primary election is retried
+        // On a replica set (docs/scaling.md "Scaling out"): a write interrupted by a primary election is retried
         // once on the new primary (user, provider and link writes are single-document, safe to retry),
         // and is acknowledged by a majority, so a failover cannot roll back an account change. Reads go
         // to the primary: svc reads users right after writing them (login, account changes), and a

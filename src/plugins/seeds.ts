@@ -155,7 +155,7 @@ export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin
     const fromOldVersion = (await unseeded(compositionDocs, [...seeded])) || (await unseeded(linkDocs, links.map((l) => l.doc._id)));
     const add = `${SEED_FILES.compositions} and ${SEED_FILES.interactionLinks} with one link marked isLandingPage: true`;
     if (fromOldVersion) instance.logger.warn(`no landing page is seeded: add ${add}, or the post-login path / answers 404 (migration step 5)`);
-    else instance.logger.info(`no landing page is seeded: a frontend that lands on / after login needs ${add} (README "Landing seeds")`);
+    else instance.logger.info(`no landing page is seeded: a frontend that lands on / after login needs ${add} (docs/landing-seeds.md)`);
   }
 
   for (const { doc } of compositions) await compositionDocs.upsert(doc);

@@ -1,21 +1,19 @@
 // Passkeys in a real browser (CONTRACT section 11): Debian's Chromium with a virtual authenticator
 // added over the Chrome DevTools Protocol (ctap2, internal transport, resident keys, user verification),
 // on the frontend origin behind the deployment's nginx (/api/ to two svc instances in turn). The page
-// runs the README's own snippet (the ```js passkeys block): add a passkey, log out, log in with it,
+// runs the docs' own snippet (the ```js passkeys block of docs/account.md): add a passkey, log out, log in with it,
 // list it, delete it. Origins use `localhost`: browsers refuse an IP address as the RP id.
 
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PROJECT_DIR } from '../support/spawn.ts';
+import { codeBlocks, readDoc } from '../support/docs.ts';
 import { keepOnMachine, launchBrowser, screenshots, type Screenshots } from './support/browser.ts';
 import { missingPrograms, startDeployment, type Deployment } from './support/deployment.ts';
 
 const redisUrl = inject('redisUrl');
 const mongoUrl = inject('mongoUrl');
 const PASSWORD = 'a long password for passkeys';
-const README_SNIPPET = /```js passkeys\n([\s\S]*?)```/.exec(readFileSync(path.join(PROJECT_DIR, 'README.md'), 'utf8'))?.[1];
+const SNIPPET = codeBlocks(readDoc('docs/account.md'), 'js passkeys')[0];
 
 const missing = missingPrograms();
 if (missing.length && process.env.CI === 'true') throw new Error(`CI=true but the passkeys browser test lacks: ${missing.join(', ')}`);
@@ -32,7 +30,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('passkeys in Chrom
   let authenticatorId: string;
 
   beforeAll(async () => {
-    expect(README_SNIPPET, 'README has the ```js passkeys block').toBeTruthy();
+    expect(SNIPPET, 'docs/account.md has the ```js passkeys block').toBeTruthy();
     shots = screenshots('passkeys');
     const launching = launchBrowser();
     try {
@@ -69,7 +67,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('passkeys in Chrom
     await expect.poll(() => page.locator('#who').textContent(), { timeout: 15_000 }).toBe(`Signed in as ${email}`);
     await shots.take(page, 'signed in with the password');
 
-    await page.addScriptTag({ content: README_SNIPPET! });
+    await page.addScriptTag({ content: SNIPPET! });
     const added = (await page.evaluate(() => (window as unknown as { addPasskey(n: string): Promise<unknown> }).addPasskey('Chromium virtual authenticator'))) as Record<string, unknown>;
     expect(added).toMatchObject({ name: 'Chromium virtual authenticator' });
     expect(Object.keys(added).sort()).toEqual(['createdAt', 'id', 'name']);

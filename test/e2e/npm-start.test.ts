@@ -102,7 +102,7 @@ describe('npm start runs compiled JavaScript', () => {
     writeFileSync(path.join(root, 'package.json'), JSON.stringify({ type: 'module' }));
     mkdirSync(path.join(root, 'plugins', 'hello_js'), { recursive: true });
     writeFileSync(path.join(root, 'plugins', 'hello_js', 'index.js'), "import { Hono } from 'hono';\nexport default () => new Hono().get('/hi', (c) => c.json({ hi: 'js' }));\n");
-    // The app resolves hono through svc's node_modules, as the README's app roots do.
+    // The app resolves hono through svc's node_modules, as the app roots of docs/cli-connector.md do.
     spawnSync('ln', ['-s', path.join(PROJECT_DIR, 'node_modules'), path.join(root, 'node_modules')]);
     writeFileSync(path.join(root, 'svc.config.json'), JSON.stringify({ global: { requireAuthentication: false } }));
     const run = await startHealthy(root);

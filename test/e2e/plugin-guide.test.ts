@@ -1,20 +1,21 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
+import { readDoc } from '../support/docs.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The README's code blocks that start with `// file: <path>`: the plugin guide's files. */
+/** The code blocks of docs/plugins.md that start with `// file: <path>`: the plugin guide's files. */
 function guideFiles(): Map<string, string> {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const guide = readDoc('docs/plugins.md');
   const files = new Map<string, string>();
-  for (const m of readme.matchAll(/```\w*\n\/\/ file: (\S+)\n([\s\S]*?)```/g)) files.set(m[1]!, m[2]!);
+  for (const m of guide.matchAll(/```\w*\n\/\/ file: (\S+)\n([\s\S]*?)```/g)) files.set(m[1]!, m[2]!);
   return files;
 }
 
-describe("README plugin author's guide", () => {
+describe("plugin author's guide (docs/plugins.md)", () => {
   let t: TestApp;
   let user: TestClient;
   let userId: string;

@@ -1,29 +1,29 @@
-// The README's socket.io snippet works as shown: the block is taken from README.md as it is and run
-// by Node as a page would run it (a `location` of the frontend's page, with a guest link), against
-// svc started as `npm start` starts it, with the README's landing seeds.
+// The socket.io snippet of docs/realtime.md works as shown: the block is taken from the page as it is
+// and run by Node as a page would run it (a `location` of the frontend's page, with a guest link),
+// against svc started as `npm start` starts it, with the landing seeds of docs/landing-seeds.md.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server.ts';
+import { codeBlocks, readDoc } from '../support/docs.ts';
 import { startInstance } from '../support/realtime.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 
-/** The first ```js block of the README that contains `marker`. */
-function block(marker: string): string {
-  const found = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes(marker));
-  if (!found) throw new Error(`README has no js block with ${marker}`);
+/** The first ```js block of the page `file` that contains `marker`. */
+function block(file: string, marker: string): string {
+  const found = codeBlocks(readDoc(file), 'js').find((b) => b.includes(marker));
+  if (!found) throw new Error(`${file} has no js block with ${marker}`);
   return found;
 }
 
 /** Runs the snippet with `location` = pageUrl; lines of its console.log output arrive in `lines`. */
 function runSnippet(dir: string, pageUrl: string): { child: ChildProcess; lines: string[]; until: (re: RegExp) => Promise<string> } {
   const file = path.join(dir, `snippet-${Math.random().toString(36).slice(2)}.mjs`);
-  writeFileSync(file, `globalThis.location = new URL(${JSON.stringify(pageUrl)});\n${block("import { io } from 'socket.io-client'")}`);
+  writeFileSync(file, `globalThis.location = new URL(${JSON.stringify(pageUrl)});\n${block('docs/realtime.md', "import { io } from 'socket.io-client'")}`);
   const child = spawn(process.execPath, [file], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const waiters = new Set<() => void>();
@@ -53,7 +53,7 @@ function runSnippet(dir: string, pageUrl: string): { child: ChildProcess; lines:
   return { child, lines, until };
 }
 
-describe("README: the socket.io client snippet and the landing seeds, as shown", () => {
+describe('docs: the socket.io client snippet (realtime.md) and the landing seeds (landing-seeds.md), as shown', () => {
   let svc: RunningServer;
   let dir: string;
   const children: ChildProcess[] = [];
@@ -61,7 +61,7 @@ describe("README: the socket.io client snippet and the landing seeds, as shown",
   beforeAll(async () => {
     mkdirSync(path.join(ROOT, 'test/.tmp'), { recursive: true });
     dir = mkdtempSync(path.join(ROOT, 'test/.tmp/readme-rt-')); // inside the repo: socket.io-client resolves
-    const seeds = (marker: string) => block(marker).replace(/'3f0c…'/, "'3f0c0000-0000-4000-8000-000000000000'");
+    const seeds = (marker: string) => block('docs/landing-seeds.md', marker).replace(/'3f0c…'/, "'3f0c0000-0000-4000-8000-000000000000'");
     mkdirSync(path.join(dir, 'config'));
     writeFileSync(path.join(dir, 'config/compositions.js'), seeds('// config/compositions.js'));
     writeFileSync(path.join(dir, 'config/interactionLinks.js'), seeds('// config/interactionLinks.js'));

@@ -1,7 +1,8 @@
-// The README is what operators copy from (issue 26 §6). Its nginx snippet once forwarded `Host: $host`,
-// which drops a non-default port: behind nginx on :8080 every login was 403 csrf_failed. And its error
-// table lacked codes the service emits. These tests read README.md and the sources, so neither can
-// drift again, and show with the app itself what the snippet's headers do.
+// The docs are what operators copy from (issue 26 §6). The nginx snippet once forwarded `Host: $host`,
+// which drops a non-default port: behind nginx on :8080 every login was 403 csrf_failed. And the error
+// table lacked codes the service emits. These tests read the docs (README.md and docs/, each check on the
+// page that shows what it checks) and the sources, so neither can drift again, and show with the app
+// itself what the snippet's headers do.
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -9,12 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { HTTP_ERROR_CODES } from '../../src/http/errors.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { codeBlocks, docFiles, readDoc } from '../support/docs.ts';
 import { PROJECT_DIR } from '../support/spawn.ts';
 
-const README = readFileSync(path.join(PROJECT_DIR, 'README.md'), 'utf8');
-
-/** The fenced code blocks of one language. */
-const codeBlocks = (lang: string) => [...README.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
+const CONFIGURATION = readDoc('docs/configuration.md');
+const API = readDoc('docs/api.md');
+const OAUTH = readDoc('docs/oauth.md');
+const OPERATIONS = readDoc('docs/operations.md');
 
 /** Every .ts file under the given project folders, tests excluded. */
 function sources(...dirs: string[]): string[] {
@@ -50,7 +52,7 @@ function emittedCodes(): Map<string, Set<number>> {
       else if (callee === 'super' && (!isAppErrorFile || !/^\s*\d{3}/.test(args))) continue; // not an AppError's status + code
       else if (!args.includes('HTTP_ERROR_CODES[')) {
         const line = text.slice(0, m.index).split('\n').length;
-        throw new Error(`${path.relative(PROJECT_DIR, file)}:${line}: an error code that is not a literal; list it in the README's table and teach this test`);
+        throw new Error(`${path.relative(PROJECT_DIR, file)}:${line}: an error code that is not a literal; list it in the error table of docs/api.md and teach this test`);
       }
     }
   }
@@ -58,11 +60,11 @@ function emittedCodes(): Map<string, Set<number>> {
   return codes;
 }
 
-/** The README's error table: `| 403 | `csrf_failed` | ... |` rows under "### Error codes". */
-function readmeErrorTable(): Map<string, number> {
-  const start = README.indexOf('### Error codes');
-  expect(start, 'README has a "### Error codes" section').toBeGreaterThan(-1);
-  const section = README.slice(start).split(/\n#{2,3} /)[0]!;
+/** The error table of docs/api.md: `| 403 | `csrf_failed` | ... |` rows under "## Error codes". */
+function errorTable(): Map<string, number> {
+  const start = API.indexOf('\n## Error codes\n');
+  expect(start, 'docs/api.md has a "## Error codes" section').toBeGreaterThan(-1);
+  const section = API.slice(start + 1).split(/\n#{1,3} /)[0]!;
   const rows = new Map<string, number>();
   for (const m of section.matchAll(/^\| (\d{3}) \| `([a-z_]+)` \|/gm)) rows.set(m[2]!, Number(m[1]));
   return rows;
@@ -79,25 +81,25 @@ function configKeys(): string[] {
   return leaves(configSchema as unknown as Schema, []);
 }
 
-describe('README', () => {
-  it('operator: every key of the config file is in the configuration table', () => {
-    const section = README.slice(README.indexOf('## Configuration')).split(/\n## /)[0]!;
+describe('the docs', () => {
+  it('operator: every key of the config file is in the configuration table (docs/configuration.md)', () => {
+    const section = CONFIGURATION;
     const keys = configKeys();
     expect(keys).toContain('auth.session.localCache');
     expect(keys.filter((key) => !section.includes(`| \`${key}\``) && !section.includes(`, \`${key}\``))).toEqual([]);
   });
 
-  it('operator: the nginx configuration in the README is deploy/nginx.conf, the one the deployment suite runs, with trustProxy', () => {
+  it("operator: the nginx configuration of the operator's guide (docs/operations.md) is deploy/nginx.conf, the one the deployment suite runs, with trustProxy", () => {
     const conf = readFileSync(path.join(PROJECT_DIR, 'deploy/nginx.conf'), 'utf8');
-    expect(codeBlocks('nginx')).toEqual([conf]);
-    const guide = README.slice(README.indexOf('### Reverse proxy'));
-    const config = codeBlocks('json').find((block) => guide.includes(block) && block.includes('trustProxy'));
+    expect(codeBlocks(OPERATIONS, 'nginx')).toEqual([conf]);
+    const guide = OPERATIONS.slice(OPERATIONS.indexOf('## Reverse proxy'));
+    const config = codeBlocks(OPERATIONS, 'json').find((block) => guide.includes(block) && block.includes('trustProxy'));
     expect(config, 'the operator guide shows svc.config.json with server.trustProxy').toBeDefined();
     expect(JSON.parse(config!)).toMatchObject({ server: { trustProxy: 1 } });
   });
 
-  it("operator: the nginx snippet forwards $http_host (keeps the port) and X-Forwarded-Proto, never $host", () => {
-    const blocks = codeBlocks('nginx');
+  it("operator: every nginx snippet of the docs forwards $http_host (keeps the port) and X-Forwarded-Proto, never $host", () => {
+    const blocks = docFiles().flatMap((file) => codeBlocks(readDoc(file), 'nginx'));
     expect(blocks.length).toBeGreaterThan(0);
     for (const block of blocks) {
       expect(block, 'nginx $host drops a non-default port: use $http_host').not.toMatch(/\$host\b/);
@@ -107,52 +109,53 @@ describe('README', () => {
     }
   });
 
-  it("operator: the Dockerfile, the README's systemd unit and its npm start line run node with the flags of package.json's start script", () => {
+  it("operator: the Dockerfile, the operator guide's systemd unit and its npm start line run node with the flags of package.json's start script", () => {
     const start = (JSON.parse(readFileSync(path.join(PROJECT_DIR, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
     const flags = /^exec node (.*)bin\/start\.js$/.exec(start)![1]!.trim();
     expect(flags).toMatch(/^--max-semi-space-size=\d+ --no-memory-reducer$/);
     const dockerfile = readFileSync(path.join(PROJECT_DIR, 'Dockerfile'), 'utf8');
     expect(dockerfile).toContain(`CMD ["node", ${flags.split(' ').map((f) => JSON.stringify(f)).join(', ')}, "bin/start.js"]`);
-    expect(README).toContain(`ExecStart=/usr/bin/node ${flags} bin/start.js`);
-    expect(README).toContain(`\`npm start\` is \`${start}\``);
+    expect(OPERATIONS).toContain(`ExecStart=/usr/bin/node ${flags} bin/start.js`);
+    expect(OPERATIONS).toContain(`\`npm start\` is \`${start}\``);
   });
 
-  it('newcomer: the README and .env.example cite no document the repository does not have (SPEC.md, CONTRACT)', () => {
-    for (const [name, text] of [['README.md', README], ['.env.example', readFileSync(path.join(PROJECT_DIR, '.env.example'), 'utf8')]] as const) {
+  it('newcomer: the README, docs/ and .env.example cite no document the repository does not have (SPEC.md, CONTRACT)', () => {
+    for (const name of [...docFiles(), '.env.example']) {
+      const text = readDoc(name);
       expect(text.match(/.{0,40}\b(SPEC(\.md)?|CONTRACT(\.md)?)\b.{0,40}/g), name).toBeNull();
     }
   });
 
-  it("operator: the README's systemd unit runs in production and does not build on every start (a restart is not a build)", () => {
-    const unit = codeBlocks('ini').find((block) => block.includes('[Service]'))!;
+  it("operator: the operator guide's systemd unit runs in production and does not build on every start (a restart is not a build)", () => {
+    const unit = codeBlocks(OPERATIONS, 'ini').find((block) => block.includes('[Service]'))!;
     expect(unit).toMatch(/Environment=NODE_ENV=production\b/);
     expect(unit).not.toMatch(/^ExecStartPre=.*build/m);
     expect(unit).toMatch(/^ExecStart=.*bin\/start\.js$/m);
   });
 
-  it('operator: every error code the code base can emit is in the README error table, with its status', () => {
+  it('operator: every error code the code base can emit is in the error table of docs/api.md, with its status', () => {
     const emitted = emittedCodes();
     expect(emitted.size).toBeGreaterThan(20);
-    const table = readmeErrorTable();
+    const table = errorTable();
     const missing = [...emitted.keys()].filter((code) => !table.has(code));
-    expect(missing, 'codes missing from the README error table').toEqual([]);
+    expect(missing, 'codes missing from the error table of docs/api.md').toEqual([]);
     for (const [code, status] of table) {
-      expect(emitted.get(code), `README lists ${code}, which nothing emits`).toBeDefined();
-      expect([...emitted.get(code)!], `README status of ${code}`).toContain(status);
+      expect(emitted.get(code), `docs/api.md lists ${code}, which nothing emits`).toBeDefined();
+      expect([...emitted.get(code)!], `docs/api.md status of ${code}`).toContain(status);
     }
   });
 
-  it("operator: every OAuth auth_error code is listed in the README's OAuth section", () => {
+  it('operator: every OAuth auth_error code is listed in docs/oauth.md', () => {
     const codes = new Set(['server_error']);
     for (const file of sources('src', 'routes')) {
       for (const m of readFileSync(file, 'utf8').matchAll(/new OAuthFlowError\(\s*'([a-z_]+)'/g)) codes.add(m[1]!);
     }
     expect(codes.size).toBeGreaterThan(5);
-    for (const code of codes) expect(README, `auth_error ${code}`).toContain(`\`${code}\``);
+    for (const code of codes) expect(OAUTH, `auth_error ${code}`).toContain(`\`${code}\``);
   });
 });
 
-describe("the README's proxy headers, applied to the app (server.trustProxy: 1)", () => {
+describe("the operator guide's proxy headers, applied to the app (server.trustProxy: 1)", () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp({ config: { server: { trustProxy: 1 } } });

@@ -15,7 +15,7 @@ const CI = process.env.CI === 'true';
 const ADMIN = { email: 'ops@example.test', password: 'resilience-admin-pw' };
 const ADMIN_ENV = { SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password };
 const USER_PASSWORD = 'load-user-password';
-/** CONTRACT section 2 / README: during an outage every request is answered within 2 s. */
+/** CONTRACT section 2 / docs/operations.md: during an outage every request is answered within 2 s. */
 const ANSWER_WITHIN_MS = 2000;
 /** /health is 200 again within this of a restarted MongoDB accepting connections. */
 const MONGO_RECOVERY_MS = 3000;

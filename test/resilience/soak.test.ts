@@ -46,7 +46,7 @@ const REAL_LOGINS = 300;
 /** Seconds; SOAK_WARMUP_S / SOAK_MEASURE_S run a longer soak by hand. */
 const WARMUP_S = Number(process.env.SOAK_WARMUP_S ?? 30);
 const MEASURE_S = Number(process.env.SOAK_MEASURE_S ?? 60);
-/** svc's defaults (README "Configuration"): auth.store.keyPrefix, auth.session.ttl, auth.session.maxLifetime. */
+/** svc's defaults (docs/configuration.md): auth.store.keyPrefix, auth.session.ttl, auth.session.maxLifetime. */
 const KEY_PREFIX = 'auth:';
 const SESSION_TTL_S = 86_400;
 const MAX_LIFETIME_S = 2_592_000;

@@ -295,7 +295,7 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
     stoppers.push(() => idp.close());
     idp.setAccount(oauthProvider.login, { email: oauthProvider.email, email_verified: true, name: 'Alice Example' });
 
-    // What an operator sets for instances behind the proxy (README, operator's guide).
+    // What an operator sets for instances behind the proxy (docs/operations.md).
     const config = (cookieName: string) => ({
       auth: { cookie: { name: cookieName }, store: { keyPrefix } },
       global: { requireAuthentication: true },

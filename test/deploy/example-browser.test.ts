@@ -10,7 +10,7 @@ import path from 'node:path';
 import QRCode from 'qrcode';
 import { Secret, TOTP } from 'otpauth';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildExample } from '../../examples/login/build.ts';
 import { sleep, tempDir } from '../support/spawn.ts';
 import { startSmtp, type TestSmtp } from '../support/smtp.ts';
@@ -58,15 +58,25 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     if (shots) process.stdout.write(`screenshots (${shots.dir}):\n${shots.taken.map((s) => `  ${s}`).join('\n')}\n`);
   });
 
+  // A failed step leaves a screenshot of the page it failed on, and what the page announced.
+  afterEach(async (ctx) => {
+    if (ctx.task.result?.state !== 'fail' || !page || page.isClosed()) return;
+    await shots.take(page, `FAILED ${ctx.task.name}`);
+    process.stderr.write(`page ${page.url()} announced: ${await page.locator('#error').textContent()} | ${await page.locator('#status').textContent()}\n`);
+  });
+
   /** A fresh browser profile (its own cookies), a phone-sized window unless told. */
   async function newPage(viewport = { width: 420, height: 860 }): Promise<{ page: Page; context: BrowserContext }> {
     const context = await browser.newContext({ viewport });
     contexts.push(context);
     await keepOnMachine(context); // the IdP's pages ask Google Fonts for a stylesheet
     const page = await context.newPage();
+    page.on('pageerror', (e) => void process.stderr.write(`page error: ${e.message}\n`));
     return { page, context };
   }
 
+  /** expect.poll with room for a busy machine (vitest's default waits 1 s). */
+  const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 20_000 });
   const heading = (page: Page) => page.getByRole('heading', { level: 1 });
   const mainButton = (page: Page, name: string) => page.locator('main').getByRole('button', { name, exact: true });
 
@@ -117,7 +127,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
   it('sign-up, then the verification link from the mail, then a password login with the second step off', async () => {
     ({ page, context } = await newPage());
     await page.goto(`${d.appOrigin}/signup`);
-    await expect.poll(() => heading(page).textContent()).toBe('Create an account');
+    await poll(() => heading(page).textContent()).toBe('Create an account');
     // Every input has a label; the heading has the focus (a screen reader starts there).
     expect(await page.evaluate(() => [...document.querySelectorAll('input')].filter((i) => i.labels?.length !== 1).map((i) => i.name))).toEqual([]);
     expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('H1');
@@ -125,25 +135,25 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await page.getByLabel('Email', { exact: true }).fill(person.email);
     await page.getByLabel('Password', { exact: true }).fill('short');
     await mainButton(page, 'Create account').click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/password/i);
+    await poll(() => page.getByRole('alert').textContent()).toMatch(/password/i);
     await shots.take(page, 'sign-up: a weak password is announced');
     await page.getByLabel('Password', { exact: true }).fill(person.password);
     await page.getByLabel('First name (optional)', { exact: true }).fill('Sam');
     await mainButton(page, 'Create account').click();
-    await expect.poll(() => heading(page).textContent()).toBe('Check your mail');
+    await poll(() => heading(page).textContent()).toBe('Check your mail');
     await shots.take(page, 'sign-up: check your mail');
 
     await signIn(page, person.email, person.password);
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/confirm your email/i);
+    await poll(() => page.getByRole('alert').textContent()).toMatch(/confirm your email/i);
     await shots.take(page, 'login before the email is confirmed');
 
     await page.goto(await linkFromMail(person.email, '/verify-email'));
-    await expect.poll(() => heading(page).textContent()).toBe('Email confirmed');
+    await poll(() => heading(page).textContent()).toBe('Email confirmed');
     expect(await page.getByRole('status').textContent()).toBe('Email confirmed.');
     await shots.take(page, 'verify-email page: confirmed');
 
     await signIn(page, person.email, 'a wrong password');
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/wrong/i);
+    await poll(() => page.getByRole('alert').textContent()).toMatch(/wrong/i);
     await shots.take(page, 'login: a wrong password is announced');
     await page.getByLabel('Password', { exact: true }).fill(person.password);
     await mainButton(page, 'Sign in').click();
@@ -160,10 +170,10 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await expectAccount(other.page, person.email);
     await page.reload();
     const sessions = page.locator('#sessions > li');
-    await expect.poll(() => sessions.count()).toBe(2);
+    await poll(() => sessions.count()).toBe(2);
     await shots.take(page, 'sessions: two browsers');
     await sessions.filter({ hasNotText: '(this browser)' }).getByRole('button', { name: /^End the session/ }).click();
-    await expect.poll(() => sessions.count()).toBe(1);
+    await poll(() => sessions.count()).toBe(1);
     expect(await page.getByRole('status').textContent()).toBe('Session ended.');
     expect(await sessions.textContent()).toContain('(this browser)');
     await shots.take(page, 'sessions: the other one ended');
@@ -182,21 +192,21 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await shots.take(page, 'totp: the QR code');
     await page.locator('#totp').getByLabel('Code', { exact: true }).fill(totpFor(person.totpUri).generate());
     await mainButton(page, 'Confirm').click();
-    await expect.poll(() => page.locator('#recovery-codes li').count()).toBe(10);
+    await poll(() => page.locator('#recovery-codes li').count()).toBe(10);
     await shots.take(page, 'totp: on, with the recovery codes');
     await mainButton(page, 'Done').click();
-    await expect.poll(() => page.locator('#totp').textContent()).toMatch(/^On/);
+    await poll(() => page.locator('#totp').textContent()).toMatch(/^On/);
   });
 
   it('log in with the second step: the password, then a code', async () => {
     await mainButton(page, 'Sign out').click();
     await page.waitForURL(`${d.appOrigin}/login`);
     await signIn(page, person.email, person.password);
-    await expect.poll(() => heading(page).textContent()).toBe('Two-step verification');
+    await poll(() => heading(page).textContent()).toBe('Two-step verification');
     await shots.take(page, 'login: the second step');
     await page.getByLabel('Code', { exact: true }).fill('000000');
     await mainButton(page, 'Verify').click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/code/i);
+    await poll(() => page.getByRole('alert').textContent()).toMatch(/code/i);
     // The code of the next 30-second step: the one used to confirm is never accepted twice.
     await page.getByLabel('Code', { exact: true }).fill(totpFor(person.totpUri).generate({ timestamp: Date.now() + 30_000 }));
     await mainButton(page, 'Verify').click();
@@ -205,6 +215,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
   });
 
   it('step-up, then a passkey added through the CDP virtual authenticator', async () => {
+    await page.bringToFront(); // WebAuthn wants the focused window (another browser opened meanwhile)
     cdp = await context.newCDPSession(page);
     await cdp.send('WebAuthn.enable');
     await cdp.send('WebAuthn.addVirtualAuthenticator', {
@@ -219,11 +230,11 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await shots.take(page, 'step-up dialog');
     await dialog.getByLabel('Password', { exact: true }).fill('not my password');
     await dialog.getByRole('button', { name: 'Confirm' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/wrong/i);
+    await poll(() => page.getByRole('alert').textContent()).toMatch(/wrong/i);
     await mainButton(page, 'Add a passkey').click();
     await dialog.getByLabel('Password', { exact: true }).fill(person.password);
     await dialog.getByRole('button', { name: 'Confirm' }).click();
-    await expect.poll(() => page.locator('#passkeys li').count()).toBe(1);
+    await poll(() => page.locator('#passkeys li').count()).toBe(1);
     expect(await page.locator('#passkeys').textContent()).toContain('Virtual key');
     expect(await page.getByRole('status').textContent()).toBe('Passkey Virtual key added.');
     await shots.take(page, 'passkeys: added after the step-up');
@@ -242,7 +253,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await mainButton(page, 'Turn off').click();
     await afterStepUp(page, page.locator('#totp').getByText('Off.'), person.password);
     await mainButton(page, 'Remove passkey Virtual key').click();
-    await expect.poll(() => page.locator('#passkeys li').count()).toBe(0);
+    await poll(() => page.locator('#passkeys li').count()).toBe(0);
     await shots.take(page, 'totp off, passkey removed');
   });
 
@@ -259,7 +270,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await p.getByRole('button', { name: 'Sign-in' }).click();
     await p.getByRole('button', { name: 'Continue' }).click();
     await expectAccount(p, d.oauthProvider.email);
-    await expect.poll(() => p.locator('#connected li').count()).toBe(1);
+    await poll(() => p.locator('#connected li').count()).toBe(1);
     expect(await p.locator('#connected').textContent()).toContain(d.oauthProvider.label);
     await shots.take(p, 'signed in through OAuth: the connected account');
   });
@@ -281,29 +292,29 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await page.getByRole('button', { name: 'Continue' }).click();
     await page.waitForURL((url) => url.origin === d.appOrigin);
     await page.goto(`${d.appOrigin}/account`);
-    await expect.poll(() => page.locator('#connected li').count()).toBe(1);
+    await poll(() => page.locator('#connected li').count()).toBe(1);
     expect(await page.locator('#connected').textContent()).toContain('sam@corp.example');
     await shots.take(page, 'connected accounts: linked');
     await mainButton(page, `Disconnect ${d.oauthProvider.label}`).click();
-    await expect.poll(() => page.locator('#connected li').count()).toBe(0);
+    await poll(() => page.locator('#connected li').count()).toBe(0);
   });
 
   it('forgot password, the reset link from the mail, the new password works', async () => {
     const { page: p } = await newPage();
     await p.goto(`${d.appOrigin}/login`);
     await p.getByRole('link', { name: 'Forgot your password?' }).click();
-    await expect.poll(() => heading(p).textContent()).toBe('Forgot your password?');
+    await poll(() => heading(p).textContent()).toBe('Forgot your password?');
     await p.getByLabel('Email', { exact: true }).fill(person.email);
     await mainButton(p, 'Send a reset link').click();
-    await expect.poll(() => p.getByRole('status').textContent()).toMatch(/on its way/);
+    await poll(() => p.getByRole('status').textContent()).toMatch(/on its way/);
     await shots.take(p, 'forgot-password page');
     await p.goto(await linkFromMail(person.email, '/reset-password'));
-    await expect.poll(() => heading(p).textContent()).toBe('Choose a new password');
+    await poll(() => heading(p).textContent()).toBe('Choose a new password');
     await shots.take(p, 'reset-password page');
     person.password = 'a brand new long password';
     await p.getByLabel('New password', { exact: true }).fill(person.password);
     await mainButton(p, 'Set password').click();
-    await expect.poll(() => heading(p).textContent()).toBe('Password changed');
+    await poll(() => heading(p).textContent()).toBe('Password changed');
     await shots.take(p, 'reset-password: done');
     // Every session ended, the first browser's too.
     await page.goto(`${d.appOrigin}/account`);
@@ -320,7 +331,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await p.getByRole('link', { name: 'Email me a sign-in link' }).click();
     await p.getByLabel('Email', { exact: true }).fill(email);
     await mainButton(p, 'Send the link').click();
-    await expect.poll(() => p.getByRole('status').textContent()).toMatch(/on its way/);
+    await poll(() => p.getByRole('status').textContent()).toMatch(/on its way/);
     await shots.take(p, 'magic link: requested');
     await p.goto(await linkFromMail(email, '/login/link'));
     await expectAccount(p, email);

@@ -9,6 +9,8 @@
 //   const d = await startDeployment({ redisUrl, mongoUrl });   // inject('redisUrl'), inject('mongoUrl')
 //   startDeployment({ ..., host: 'localhost' })                origins on localhost: WebAuthn takes no IP
 //                                                              address as RP ID (a passkeys suite needs this)
+//   startDeployment({ ..., frontendDir, appConfig })           another static frontend at the app's origin
+//                                                              (the built example, issue 38), extra app config
 //   d.appOrigin / d.workbenchOrigin / d.devOrigin              'http://<host>:<port>' (listening on 127.0.0.1)
 //   d.app: [SvcProcess, SvcProcess]; d.workbench: SvcProcess   (test/support/spawn.ts handles)
 //   d.admin: { email, password }; d.adminFetch('/auth/users')  as the admin, through nginx (/api prefix added)
@@ -42,6 +44,10 @@ export interface DeploymentOptions {
   env?: Record<string, string>;
   /** Host name in every origin: `127.0.0.1` (default) or `localhost`. Everything listens on 127.0.0.1. */
   host?: '127.0.0.1' | 'localhost';
+  /** The static frontend nginx serves at the app's origin (default: test/deploy/frontend). */
+  frontendDir?: string;
+  /** Extra app config (svc.config.json) of the two app instances, merged over the operator's one (`auth` one level deep). */
+  appConfig?: { auth?: Record<string, unknown>; [key: string]: unknown };
 }
 
 export interface Deployment {
@@ -296,10 +302,11 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
     idp.setAccount(oauthProvider.login, { email: oauthProvider.email, email_verified: true, name: 'Alice Example' });
 
     // What an operator sets for instances behind the proxy (docs/operations.md).
-    const config = (cookieName: string) => ({
-      auth: { cookie: { name: cookieName }, store: { keyPrefix } },
+    const config = (cookieName: string, extra: DeploymentOptions['appConfig'] = {}) => ({
       global: { requireAuthentication: true },
       server: { trustProxy: 1 },
+      ...extra,
+      auth: { ...extra.auth, cookie: { name: cookieName }, store: { keyPrefix } },
     });
     const env = (origin: string, frontends: string[]) => ({
       CACHE_URL: opts.redisUrl,
@@ -313,7 +320,7 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
     });
     const start = (port: number, root: string, origin: string, frontends: string[]) =>
       startReadySvc({ port, appRoot: root, env: env(origin, frontends), startTimeoutMs: 90_000 });
-    const appDir = appRoot(config('sid_app'));
+    const appDir = appRoot(config('sid_app', opts.appConfig));
     stoppers.push(stopAll); // svc processes and temp folders (nginx's included)
     // The first instance creates the bootstrap admin; then the others come up beside it.
     const a = await start(portA, appDir, appOrigin, [appOrigin, devOrigin]);
@@ -328,7 +335,7 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
       '127.0.0.1:3101': `127.0.0.1:${portW}`,
       'listen 8080;': `listen 127.0.0.1:${appPort};`,
       'listen 8081;': `listen 127.0.0.1:${workbenchPort};`,
-      '/srv/svc/app;': `${FRONTEND_DIR};`,
+      '/srv/svc/app;': `${opts.frontendDir ?? FRONTEND_DIR};`,
       '/srv/svc/workbench;': `${FRONTEND_DIR};`,
     });
     const nginx = await startNginx(site, [`${appOrigin}/config.js`, `${workbenchOrigin}/config.js`]);

@@ -1,0 +1,538 @@
+// The reference login UI of svc (issue 38): plain TypeScript on @svc/client, one page per path.
+// Paths: /login (password + second step, passkey, OAuth buttons), /login/link (magic link),
+// /signup, /verify-email, /forgot-password, /reset-password (the mail links of docs/email.md land on
+// the last three and /login/link), /account (sessions, password, TOTP, passkeys, connected accounts).
+// Anything that needs a fresh login asks for it in a dialog (step-up) and then goes on.
+
+import { createClient, isLoggedIn, SvcError, type LoginResult, type OAuthProvider, type Proof, type Session } from '@svc/client';
+import { actionButton, clearMessages, field, form, h, link, page, say, showError } from './dom.ts';
+
+declare global {
+  interface Window {
+    /** Set by /config.js: where the API is (`/api` behind the proxy, `http://localhost:3000/api` from `npm run example`). */
+    SVC_API_BASE?: string;
+  }
+}
+
+const svc = createClient({ baseUrl: window.SVC_API_BASE ?? '/api' });
+const params = new URLSearchParams(location.search);
+
+/** Messages for `?auth_error=<code>` (docs/oauth.md) after an OAuth journey. */
+const AUTH_ERRORS: Record<string, string> = {
+  access_denied: 'The sign-in was cancelled at the provider.',
+  account_exists: 'An account with this email exists: sign in with your password, then connect this provider on your account page.',
+  identity_in_use: 'That account of the provider is already connected to another user.',
+  no_email: 'The provider did not share an email address.',
+  invalid_state: 'The sign-in took too long or was started in another browser. Try again.',
+};
+
+/** Where to go after a login: a same-site path from `?next=`, else the account page. */
+function next(result?: LoginResult): string {
+  const wanted = (result && isLoggedIn(result) && result.returnTo) || params.get('next') || '/account';
+  return /^\/(?![/\\])/.test(wanted) ? wanted : '/account';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step-up: a dialog that asks for the password, a TOTP code or a passkey
+
+const stepUpDialog = document.getElementById('step-up') as HTMLDialogElement;
+
+/** Opens the dialog; resolves with the proof given, or null when the person cancels. */
+function askForProof(): Promise<Proof | null> {
+  return new Promise((resolve) => {
+    const done = (proof: Proof | null) => {
+      stepUpDialog.close();
+      resolve(proof);
+    };
+    const proofForm = h(
+      'form',
+      { method: 'dialog', 'aria-label': 'Confirm it is you' },
+      field('Password', { name: 'password', type: 'password', autocomplete: 'current-password' }),
+      field('Or a code from your authenticator app', { name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}' }),
+      h(
+        'div',
+        { class: 'actions' },
+        h('button', { type: 'submit' }, 'Confirm'),
+        h('button', { type: 'button', onclick: () => done({ passkey: true }) }, 'Use a passkey'),
+        h('button', { type: 'button', class: 'secondary', onclick: () => done(null) }, 'Cancel'),
+      ),
+    );
+    proofForm.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const data = new FormData(proofForm);
+      const code = String(data.get('code') ?? '').trim();
+      done(code ? { code } : { password: String(data.get('password') ?? '') });
+    });
+    stepUpDialog.replaceChildren(
+      h('h2', { id: 'step-up-title' }, 'Confirm it is you'),
+      h('p', {}, 'This change needs a recent sign-in.'),
+      proofForm,
+    );
+    stepUpDialog.setAttribute('aria-labelledby', 'step-up-title');
+    stepUpDialog.addEventListener('cancel', () => resolve(null), { once: true });
+    stepUpDialog.showModal();
+  });
+}
+
+/** Runs `action`, asking for a fresh login first when the service wants one. */
+const fresh = <T>(action: () => Promise<T>) => svc.withStepUp(action, askForProof);
+
+// ---------------------------------------------------------------------------------------------
+// Login
+
+/** The second step of a login (TOTP code or a recovery code); resolves when signed in. */
+function secondStep(): void {
+  page(
+    'Two-step verification',
+    h('p', {}, 'Enter the 6-digit code from your authenticator app.'),
+    form(
+      {
+        label: 'Second step',
+        submit: 'Verify',
+        action: async ({ code = '', recoveryCode = '' }) => {
+          const result = await svc.loginTotp(code.trim() ? { code: code.trim() } : { recoveryCode: recoveryCode.trim() });
+          location.assign(next(result));
+        },
+      },
+      field('Code', { name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}' }),
+      h('details', {}, h('summary', {}, 'Lost your device? Use a recovery code'), field('Recovery code', { name: 'recoveryCode', autocomplete: 'off' })),
+    ),
+  );
+}
+
+/** After any first step: the second step, or on to the next page. */
+function afterLogin(result: LoginResult): void {
+  if (isLoggedIn(result)) location.assign(next(result));
+  else secondStep();
+}
+
+function oauthButtons(providers: OAuthProvider[]): HTMLElement | null {
+  if (!providers.length) return null;
+  return h(
+    'section',
+    { 'aria-labelledby': 'oauth-title' },
+    h('h2', { id: 'oauth-title' }, 'Or continue with'),
+    h(
+      'div',
+      { class: 'oauth' },
+      ...providers.map((p) => actionButton(`Continue with ${p.label}`, () => svc.startOAuthLogin(p.providerId, { returnTo: next() }))),
+    ),
+  );
+}
+
+async function loginPage(): Promise<void> {
+  // An OAuth login of a user with TOTP on comes back here for the code (docs/account.md).
+  if (params.get('mfa') === 'totp') return secondStep();
+  const providers = await svc.oauthProviders().catch(() => []);
+  page(
+    'Sign in',
+    form(
+      {
+        label: 'Sign in with email and password',
+        submit: 'Sign in',
+        action: async ({ email = '', password = '' }) => afterLogin(await svc.login({ email, password })),
+      },
+      field('Email', { name: 'email', type: 'email', autocomplete: 'username webauthn', required: true }),
+      field('Password', { name: 'password', type: 'password', autocomplete: 'current-password', required: true }),
+    ),
+    h('div', { class: 'actions' }, actionButton('Sign in with a passkey', async () => afterLogin(await svc.loginWithPasskey()))),
+    oauthButtons(providers),
+    h(
+      'nav',
+      { 'aria-label': 'Other ways' },
+      h('ul', {}, h('li', {}, link('/forgot-password', 'Forgot your password?')), h('li', {}, link('/login/link', 'Email me a sign-in link')), h('li', {}, link('/signup', 'Create an account'))),
+    ),
+  );
+}
+
+async function magicLinkPage(): Promise<void> {
+  const token = params.get('token');
+  if (token) {
+    page('Signing you in…');
+    say('Checking your sign-in link…');
+    try {
+      afterLogin(await svc.verifyMagicLink(token));
+    } catch (e) {
+      page('Sign-in link', h('p', {}, 'This link cannot be used: it was used already, has expired, or was opened in another browser than the one that asked for it.'), link('/login/link', 'Ask for a new link'));
+      showError(e);
+    }
+    return;
+  }
+  page(
+    'Email me a sign-in link',
+    form(
+      {
+        label: 'Ask for a sign-in link',
+        submit: 'Send the link',
+        action: async ({ email = '' }) => {
+          await svc.requestMagicLink(email);
+          say(`If ${email} has an account, a sign-in link is on its way. Open it in this browser.`);
+        },
+      },
+      field('Email', { name: 'email', type: 'email', autocomplete: 'email', required: true }),
+    ),
+    link('/login', 'Back to sign in'),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sign-up, verification, forgot/reset
+
+function signupPage(): void {
+  page(
+    'Create an account',
+    form(
+      {
+        label: 'Create an account',
+        submit: 'Create account',
+        action: async ({ email = '', password = '', firstname, lastname }) => {
+          await svc.signup({ email, password, ...(firstname ? { firstname } : {}), ...(lastname ? { lastname } : {}) });
+          page('Check your mail', h('p', {}, `We sent a link to ${email}. Follow it to confirm your address, then sign in.`), link('/login', 'Sign in'));
+          say('Account requested: check your mail.');
+        },
+      },
+      field('Email', { name: 'email', type: 'email', autocomplete: 'email', required: true }),
+      field('Password', { name: 'password', type: 'password', autocomplete: 'new-password', minlength: '8', required: true }, 'At least 8 characters.'),
+      field('First name (optional)', { name: 'firstname', autocomplete: 'given-name' }),
+      field('Last name (optional)', { name: 'lastname', autocomplete: 'family-name' }),
+    ),
+    link('/login', 'I have an account'),
+  );
+}
+
+async function verifyEmailPage(): Promise<void> {
+  const token = params.get('token');
+  const resend = form(
+    {
+      label: 'Send a new confirmation link',
+      submit: 'Send a new link',
+      action: async ({ email = '' }) => {
+        await svc.requestVerification(email);
+        say(`If ${email} waits for confirmation, a new link is on its way.`);
+      },
+    },
+    field('Email', { name: 'email', type: 'email', autocomplete: 'email', required: true }),
+  );
+  if (!token) return page('Confirm your email', resend);
+  page('Confirm your email', h('p', {}, 'Confirming…'));
+  try {
+    const { email } = await svc.verifyEmail(token);
+    page('Email confirmed', h('p', {}, `${email} is confirmed. You can sign in now.`), link('/login', 'Sign in'));
+    say('Email confirmed.');
+  } catch (e) {
+    page('Confirm your email', h('p', {}, 'This link cannot be used any more.'), resend);
+    showError(e);
+  }
+}
+
+function forgotPage(): void {
+  page(
+    'Forgot your password?',
+    form(
+      {
+        label: 'Ask for a reset link',
+        submit: 'Send a reset link',
+        action: async ({ email = '' }) => {
+          await svc.forgotPassword(email);
+          say(`If ${email} has an account, a link to choose a new password is on its way.`);
+        },
+      },
+      field('Email', { name: 'email', type: 'email', autocomplete: 'email', required: true }),
+    ),
+    link('/login', 'Back to sign in'),
+  );
+}
+
+function resetPage(): void {
+  const token = params.get('token');
+  if (!token) return forgotPage();
+  page(
+    'Choose a new password',
+    form(
+      {
+        label: 'Choose a new password',
+        submit: 'Set password',
+        action: async ({ newPassword = '' }) => {
+          await svc.resetPassword({ token, newPassword });
+          page('Password changed', h('p', {}, 'Your password is changed and every session has ended. Sign in with the new password.'), link('/login', 'Sign in'));
+          say('Password changed.');
+        },
+      },
+      field('New password', { name: 'newPassword', type: 'password', autocomplete: 'new-password', minlength: '8', required: true }, 'At least 8 characters.'),
+    ),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Account
+
+const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+async function sessionsSection(): Promise<HTMLElement> {
+  const { items } = await svc.sessions();
+  return h(
+    'section',
+    { 'aria-labelledby': 'sessions-title' },
+    h('h2', { id: 'sessions-title' }, 'Where you are signed in'),
+    h(
+      'ul',
+      { class: 'list', id: 'sessions' },
+      ...items.map((s) =>
+        h(
+          'li',
+          {},
+          h('span', {}, h('strong', {}, s.device ?? 'Unknown device'), s.current ? ' (this browser)' : '', h('br'), `${s.ip ?? ''} · last seen ${when(s.lastSeenAt)}`),
+          actionButton(
+            'End',
+            async () => {
+              await svc.endSession(s.id);
+              if (s.current) return location.assign('/login');
+              say('Session ended.');
+              await accountPage();
+            },
+            { 'aria-label': `End the session on ${s.device ?? 'unknown device'}${s.current ? ' (this browser)' : ''}` },
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function passwordSection(): HTMLElement {
+  return h(
+    'section',
+    { 'aria-labelledby': 'password-title' },
+    h('h2', { id: 'password-title' }, 'Password'),
+    form(
+      {
+        label: 'Change password',
+        submit: 'Change password',
+        action: async ({ currentPassword = '', newPassword = '' }, el) => {
+          await svc.changePassword({ currentPassword, newPassword });
+          el.reset();
+          say('Password changed; your other sessions have ended.');
+        },
+      },
+      field('Current password', { name: 'currentPassword', type: 'password', autocomplete: 'current-password', required: true }),
+      field('New password', { name: 'newPassword', type: 'password', autocomplete: 'new-password', minlength: '8', required: true }),
+    ),
+  );
+}
+
+function totpSection(session: Session): HTMLElement {
+  const body = h('div', { id: 'totp' });
+  const section = h('section', { 'aria-labelledby': 'totp-title' }, h('h2', { id: 'totp-title' }, 'Two-step verification'), body);
+  if (session.totp) {
+    body.append(
+      h('p', {}, 'On: signing in asks for a code from your authenticator app.'),
+      form(
+        {
+          label: 'Turn two-step verification off',
+          submit: 'Turn off',
+          action: async ({ password = '' }) => {
+            await fresh(() => svc.totpDisable({ password }));
+            say('Two-step verification is off.');
+            await accountPage();
+          },
+        },
+        field('Password', { name: 'password', type: 'password', autocomplete: 'current-password', required: true }),
+      ),
+    );
+    return section;
+  }
+  body.append(
+    h('p', {}, 'Off.'),
+    actionButton('Turn on', async () => {
+      const { qrCode, otpauthUri } = await fresh(() => svc.totpEnroll());
+      body.replaceChildren(
+        h('p', {}, 'Scan this code with your authenticator app, then enter the 6-digit code it shows.'),
+        h('img', { src: qrCode, alt: 'QR code for your authenticator app', id: 'totp-qr', width: '200', height: '200' }),
+        h('details', {}, h('summary', {}, 'Cannot scan? Enter the key by hand'), h('code', { id: 'otpauth-uri' }, otpauthUri)),
+        form(
+          {
+            label: 'Confirm two-step verification',
+            submit: 'Confirm',
+            action: async ({ code = '' }) => {
+              const { recoveryCodes } = await svc.totpConfirm(code.trim());
+              body.replaceChildren(
+                h('p', {}, 'On. Keep these recovery codes somewhere safe: each works once if you lose your device. They are shown only now.'),
+                h('ul', { id: 'recovery-codes', class: 'codes' }, ...recoveryCodes.map((c) => h('li', {}, h('code', {}, c)))),
+                actionButton('Done', () => accountPage()),
+              );
+              say('Two-step verification is on.');
+            },
+          },
+          field('Code', { name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}', required: true }),
+        ),
+      );
+      body.querySelector('input')?.focus();
+    }),
+  );
+  return section;
+}
+
+async function passkeysSection(): Promise<HTMLElement> {
+  const { items } = await svc.passkeys();
+  return h(
+    'section',
+    { 'aria-labelledby': 'passkeys-title' },
+    h('h2', { id: 'passkeys-title' }, 'Passkeys'),
+    items.length
+      ? h(
+          'ul',
+          { class: 'list', id: 'passkeys' },
+          ...items.map((p) =>
+            h(
+              'li',
+              {},
+              h('span', {}, h('strong', {}, p.name), h('br'), `added ${when(p.createdAt)}, last used ${when(p.lastUsedAt)}`),
+              actionButton(
+                'Remove',
+                async () => {
+                  await svc.deletePasskey(p.id);
+                  say(`Passkey ${p.name} removed.`);
+                  await accountPage();
+                },
+                { 'aria-label': `Remove passkey ${p.name}` },
+              ),
+            ),
+          ),
+        )
+      : h('p', {}, 'None yet.'),
+    form(
+      {
+        label: 'Add a passkey',
+        submit: 'Add a passkey',
+        action: async ({ name = '' }) => {
+          const added = await fresh(() => svc.registerPasskey(name.trim() || undefined));
+          say(`Passkey ${added.name} added.`);
+          await accountPage();
+        },
+      },
+      field('Name (optional)', { name: 'name', autocomplete: 'off', maxlength: '64' }),
+    ),
+  );
+}
+
+async function connectedSection(): Promise<HTMLElement> {
+  const [{ items }, providers] = await Promise.all([svc.accountProviders(), svc.oauthProviders()]);
+  const labelOf = (id: string) => providers.find((p) => p.providerId === id)?.label ?? id;
+  return h(
+    'section',
+    { 'aria-labelledby': 'connected-title' },
+    h('h2', { id: 'connected-title' }, 'Connected accounts'),
+    items.length
+      ? h(
+          'ul',
+          { class: 'list', id: 'connected' },
+          ...items.map((a) =>
+            h(
+              'li',
+              {},
+              h('span', {}, h('strong', {}, labelOf(a.provider)), h('br'), `${a.email ?? a.providerAccountId} · since ${when(a.linkedAt)}`),
+              actionButton(
+                'Disconnect',
+                async () => {
+                  await svc.unlinkProvider(a.provider, a.providerAccountId);
+                  say(`${labelOf(a.provider)} disconnected.`);
+                  await accountPage();
+                },
+                { 'aria-label': `Disconnect ${labelOf(a.provider)}` },
+              ),
+            ),
+          ),
+        )
+      : h('p', {}, 'None.'),
+    h(
+      'div',
+      { class: 'oauth' },
+      ...providers.map((p) =>
+        actionButton(`Connect ${p.label}`, async () => {
+          const { authorizationUrl } = await fresh(() => svc.linkProvider(p.providerId));
+          location.assign(authorizationUrl);
+        }),
+      ),
+    ),
+  );
+}
+
+/** A pending link (docs/oauth.md): an identity that waits for this user to accept it. */
+async function pendingLinkSection(): Promise<HTMLElement | null> {
+  const pending = await svc.pendingLink().catch(() => null);
+  if (!pending) return null;
+  return h(
+    'section',
+    { 'aria-labelledby': 'pending-title', class: 'notice' },
+    h('h2', { id: 'pending-title' }, 'Connect this sign-in?'),
+    h('p', {}, `Connect your ${pending.provider} account (${pending.email}) to this account?`),
+    actionButton('Connect', async () => {
+      await fresh(() => svc.confirmLink());
+      say('Connected.');
+      await accountPage();
+    }),
+    actionButton('Not now', async () => {
+      await svc.cancelLink();
+      await accountPage();
+    }),
+  );
+}
+
+async function accountPage(): Promise<void> {
+  const session = await svc.currentSession({ user: true });
+  if (!session) return location.assign(`/login?next=${encodeURIComponent(location.pathname)}`);
+  const sections = await Promise.all([pendingLinkSection(), sessionsSection(), passkeysSection(), connectedSection()]);
+  const status = document.getElementById('status')!.textContent;
+  page(
+    'Your account',
+    h('p', { id: 'who' }, `Signed in as ${session.user?.email ?? session.userId}`),
+    h(
+      'div',
+      { class: 'actions' },
+      actionButton('Sign out', async () => {
+        await svc.logout();
+        location.assign('/login');
+      }),
+      actionButton('Sign out everywhere', async () => {
+        await svc.logoutAll();
+        location.assign('/login');
+      }),
+    ),
+    sections[0],
+    sections[1],
+    passwordSection(),
+    totpSection(session),
+    sections[2],
+    sections[3],
+  );
+  if (status) say(status); // a page redrawn after an action keeps its announcement
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const pages: Record<string, () => void | Promise<void>> = {
+  '/login': loginPage,
+  '/login/link': magicLinkPage,
+  '/signup': signupPage,
+  '/verify-email': verifyEmailPage,
+  '/forgot-password': forgotPage,
+  '/reset-password': resetPage,
+  '/account': accountPage,
+};
+
+async function start(): Promise<void> {
+  const authError = params.get('auth_error');
+  const path = location.pathname.replace(/\/$/, '') || '/';
+  const render = pages[path] ?? (async () => location.assign((await svc.currentSession()) ? '/account' : '/login'));
+  try {
+    await render();
+  } catch (e) {
+    showError(e);
+  }
+  if (authError) {
+    showError(new SvcError(0, authError, AUTH_ERRORS[authError] ?? `The sign-in failed (${authError}).`));
+    history.replaceState(null, '', location.pathname);
+  }
+}
+
+clearMessages();
+void start();

@@ -1,0 +1,286 @@
+// The routes the client calls (docs/api.md: sessions, OAuth, account and MFA, passkeys, sign-up and recovery) and the JSON each takes and gives.
+// One table, so a test can hold it against the service's /openapi.json (routes.test.ts): a route the
+// service adds, renames or reshapes and the client misses fails `npm test`.
+
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
+} from '@simplewebauthn/browser';
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+/** Every route: method and path (`:name` is a path parameter). */
+export const routes = {
+  // 3. Sessions and password login
+  login: ['POST', '/auth/login'],
+  logout: ['POST', '/auth/logout'],
+  logoutAll: ['POST', '/auth/logout-all'],
+  session: ['GET', '/auth/session'],
+  // 3. Users (admin)
+  createUser: ['POST', '/auth/users'],
+  listUsers: ['GET', '/auth/users'],
+  getUser: ['GET', '/auth/users/:id'],
+  updateUser: ['PATCH', '/auth/users/:id'],
+  deleteUser: ['DELETE', '/auth/users/:id'],
+  // 5. OAuth
+  oauthProviders: ['GET', '/auth/oauth/providers'],
+  returnToCsrf: ['GET', '/auth/oauth/return-to/csrf'],
+  returnTo: ['POST', '/auth/oauth/return-to'],
+  oauthStart: ['GET', '/auth/oauth/:provider'], // a navigation, not a fetch: see `oauthLoginUrl`
+  pendingLink: ['GET', '/auth/link/confirm'],
+  confirmLink: ['POST', '/auth/link/confirm'],
+  cancelLink: ['DELETE', '/auth/link/confirm'],
+  // 5. Providers (admin)
+  availableProviders: ['GET', '/auth/available-providers'],
+  listProviders: ['GET', '/auth/providers'],
+  createProvider: ['POST', '/auth/providers'],
+  updateProvider: ['PATCH', '/auth/providers/:id'],
+  deleteProvider: ['DELETE', '/auth/providers/:id'],
+  // 10. Account self-service
+  sessions: ['GET', '/auth/sessions'],
+  endSession: ['DELETE', '/auth/sessions/:id'],
+  changePassword: ['POST', '/auth/password'],
+  totpEnroll: ['POST', '/auth/totp/enroll'],
+  totpConfirm: ['POST', '/auth/totp/confirm'],
+  totpDisable: ['DELETE', '/auth/totp'],
+  loginTotp: ['POST', '/auth/login/totp'],
+  reauthenticate: ['POST', '/auth/reauthenticate'],
+  accountProviders: ['GET', '/auth/account/providers'],
+  linkProvider: ['POST', '/auth/oauth/:provider/link'],
+  unlinkProvider: ['DELETE', '/auth/account/providers/:provider/:providerAccountId'],
+  // 11. Passkeys
+  passkeyOptions: ['POST', '/auth/passkeys/options'],
+  addPasskey: ['POST', '/auth/passkeys'],
+  passkeys: ['GET', '/auth/passkeys'],
+  renamePasskey: ['PATCH', '/auth/passkeys/:id'],
+  deletePasskey: ['DELETE', '/auth/passkeys/:id'],
+  passkeyLoginOptions: ['POST', '/auth/login/passkey/options'],
+  loginPasskey: ['POST', '/auth/login/passkey'],
+  // 12. Email
+  forgotPassword: ['POST', '/auth/password/forgot'],
+  resetPassword: ['POST', '/auth/password/reset'],
+  signup: ['POST', '/auth/signup'],
+  requestVerification: ['POST', '/auth/email/verify/request'],
+  verifyEmail: ['POST', '/auth/email/verify'],
+  requestMagicLink: ['POST', '/auth/login/link'],
+  verifyMagicLink: ['POST', '/auth/login/link/verify'],
+} as const satisfies Record<string, readonly [HttpMethod, string]>;
+
+export type RouteName = keyof typeof routes;
+
+// ---------------------------------------------------------------------------------------------
+// Shapes
+
+export interface LoginUser {
+  id: string;
+  email: string;
+  firstname?: string;
+  lastname?: string;
+  isAdmin: boolean;
+}
+/** A session was started (cookie set). `returnTo`: where an OAuth journey asked to go afterwards. */
+export interface LoggedIn {
+  user: LoginUser;
+  expiresAt: string;
+  returnTo?: string;
+}
+/** The password (or passkey, or magic link) was right; now `loginTotp` from this browser. */
+export interface MfaRequired {
+  mfaRequired: true;
+}
+export type LoginResult = LoggedIn | MfaRequired;
+
+export interface User {
+  id: string;
+  email: string;
+  firstname?: string;
+  lastname?: string;
+  email_verified: boolean;
+  isAdmin: boolean;
+  oauthAccounts: { provider: string; providerAccountId: string }[];
+  lastLoginAt?: string | null;
+  settings?: Record<string, unknown>;
+}
+export interface Session {
+  userId: string;
+  isAdmin: boolean;
+  provider: string;
+  createdAt: string;
+  expiresAt: string;
+  totp: boolean;
+  user?: User;
+}
+export interface OwnSession {
+  id: string;
+  createdAt: string;
+  lastSeenAt: string;
+  ip: string | null;
+  device: string | null;
+  current: boolean;
+}
+export interface OAuthProvider {
+  providerId: string;
+  label: string;
+  type: string;
+}
+export interface ConnectedAccount {
+  provider: string;
+  providerAccountId: string;
+  email: string | null;
+  linkedAt: string;
+}
+export interface PendingLink {
+  provider: string;
+  email: string;
+  expiresAt: string;
+  providerAccountId?: string;
+  name?: string | null;
+}
+export interface Passkey {
+  id: string;
+  name: string;
+  createdAt: string;
+  lastUsedAt?: string | null;
+}
+export interface TotpEnrollment {
+  otpauthUri: string;
+  /** A `data:image/...` URL of the QR code of `otpauthUri`. */
+  qrCode: string;
+}
+export interface ProviderDocument {
+  id: string;
+  providerId: string;
+  type: string;
+  label?: string;
+  clientId: string;
+  hasClientSecret: boolean;
+  redirectUri?: string;
+  scopes?: string[];
+  enabled: boolean;
+  trustEmailVerified?: boolean;
+  config?: Record<string, unknown>;
+  createdAt?: string;
+  updatedAt?: string;
+}
+export interface AvailableProvider {
+  providerId: string;
+  type: string;
+  label: string;
+  pkce: boolean;
+  configKeys: string[];
+  defaultScopes: string[];
+  redirectUri: string;
+  trustEmailVerified: boolean;
+}
+export interface Page<T> {
+  items: T[];
+  offset: number;
+  limit: number;
+  total: number;
+}
+export interface Items<T> {
+  items: T[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request bodies, by route (routes without a body are absent)
+
+export type Email = { email: string };
+export type Token = { token: string };
+export interface NewUser {
+  email: string;
+  password: string;
+  firstname?: string;
+  lastname?: string;
+  isAdmin?: boolean;
+}
+export interface NewProvider {
+  providerId: string;
+  type: 'arctic' | 'custom' | 'oidc';
+  label?: string;
+  clientId: string;
+  clientSecret?: string;
+  redirectUri?: string;
+  scopes?: string[];
+  enabled?: boolean;
+  trustEmailVerified?: boolean;
+  config?: Record<string, unknown>;
+}
+
+export interface Bodies {
+  login: { email: string; password: string };
+  createUser: NewUser;
+  updateUser: { firstname?: string; lastname?: string; password?: string; isAdmin?: boolean };
+  returnTo: { returnTo: string };
+  createProvider: NewProvider;
+  updateProvider: Partial<Omit<NewProvider, 'providerId' | 'type'>>;
+  changePassword: { currentPassword: string; newPassword: string };
+  totpConfirm: { code: string };
+  totpDisable: { code: string } | { password: string };
+  loginTotp: { code: string } | { recoveryCode: string };
+  reauthenticate: { password: string } | { code: string } | { response: AuthenticationResponseJSON };
+  passkeyOptions: Record<string, never>;
+  addPasskey: { response: RegistrationResponseJSON; name?: string };
+  renamePasskey: { name: string };
+  passkeyLoginOptions: Record<string, never>;
+  loginPasskey: { response: AuthenticationResponseJSON };
+  forgotPassword: Email;
+  resetPassword: { token: string; newPassword: string };
+  signup: { email: string; password: string; firstname?: string; lastname?: string };
+  requestVerification: Email;
+  verifyEmail: Token;
+  requestMagicLink: Email;
+  verifyMagicLink: Token;
+}
+
+/** What each route answers on success (`void`: 204 or 202 with an empty object). */
+export interface Responses {
+  login: LoginResult;
+  logout: void;
+  logoutAll: void;
+  session: Session;
+  createUser: User;
+  listUsers: Page<User>;
+  getUser: User;
+  updateUser: User;
+  deleteUser: void;
+  oauthProviders: OAuthProvider[];
+  returnToCsrf: { csrfToken: string };
+  returnTo: void;
+  oauthStart: never;
+  pendingLink: PendingLink;
+  confirmLink: { linked: { provider: string; providerAccountId: string } };
+  cancelLink: void;
+  availableProviders: AvailableProvider[];
+  listProviders: ProviderDocument[];
+  createProvider: ProviderDocument;
+  updateProvider: ProviderDocument;
+  deleteProvider: void;
+  sessions: Items<OwnSession>;
+  endSession: void;
+  changePassword: void;
+  totpEnroll: TotpEnrollment;
+  totpConfirm: { recoveryCodes: string[] };
+  totpDisable: void;
+  loginTotp: LoggedIn;
+  reauthenticate: void;
+  accountProviders: Items<ConnectedAccount>;
+  linkProvider: { authorizationUrl: string };
+  unlinkProvider: void;
+  passkeyOptions: PublicKeyCredentialCreationOptionsJSON;
+  addPasskey: Passkey;
+  passkeys: Items<Passkey>;
+  renamePasskey: Passkey;
+  deletePasskey: void;
+  passkeyLoginOptions: PublicKeyCredentialRequestOptionsJSON;
+  loginPasskey: LoginResult;
+  forgotPassword: void;
+  resetPassword: void;
+  signup: void;
+  requestVerification: void;
+  verifyEmail: { email: string; emailVerified: true };
+  requestMagicLink: void;
+  verifyMagicLink: LoginResult;
+}

@@ -1,0 +1,355 @@
+// The reference login UI (examples/login, issue 38) built exactly as `npm run example` builds it,
+// served by the deployment's nginx at the app origin (/api/ to two svc instances), driven in Debian's
+// Chromium like a person would: sign-up with the link from a real SMTP server's mail, password login,
+// own sessions, TOTP on (the code computed from the QR's otpauth URI) and the second step, step-up,
+// passkeys through a CDP virtual authenticator, OAuth login and connected accounts through a real
+// OpenID provider, forgot/reset and the magic link from the mails. Screenshots of each page:
+// test-results/deploy/example/.
+
+import path from 'node:path';
+import QRCode from 'qrcode';
+import { Secret, TOTP } from 'otpauth';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { buildExample } from '../../examples/login/build.ts';
+import { sleep, tempDir } from '../support/spawn.ts';
+import { startSmtp, type TestSmtp } from '../support/smtp.ts';
+import { keepOnMachine, launchBrowser, screenshots, type Screenshots } from './support/browser.ts';
+import { missingPrograms, startDeployment, type Deployment } from './support/deployment.ts';
+
+const redisUrl = inject('redisUrl');
+const mongoUrl = inject('mongoUrl');
+/** `auth.session.freshAge` here: short, so that the step-up test can wait it out. */
+const FRESH_AGE = 6;
+
+const missing = missingPrograms();
+if (missing.length && process.env.CI === 'true') throw new Error(`CI=true but the example browser test lacks: ${missing.join(', ')}`);
+if (missing.length) process.stderr.write(`\n!!!!!!!! SKIPPED: the example browser test needs ${missing.join(' and ')} !!!!!!!!\n\n`);
+
+describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login UI in Chromium behind nginx', () => {
+  let d: Deployment;
+  let smtp: TestSmtp;
+  let browser: Browser;
+  let shots: Screenshots;
+  const contexts: BrowserContext[] = [];
+
+  beforeAll(async () => {
+    shots = screenshots('example');
+    const launching = launchBrowser();
+    try {
+      smtp = await startSmtp();
+      const frontendDir = await buildExample(path.join(tempDir('svc-example-'), 'dist'));
+      d = await startDeployment({
+        redisUrl,
+        mongoUrl,
+        host: 'localhost',
+        frontendDir,
+        env: { SVC_SMTP_URL: smtp.url },
+        appConfig: { auth: { signup: { enabled: true }, magicLink: { enabled: true }, session: { freshAge: FRESH_AGE } } },
+      });
+    } finally {
+      browser = await launching;
+    }
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await d?.stop();
+    await smtp?.close();
+    if (shots) process.stdout.write(`screenshots (${shots.dir}):\n${shots.taken.map((s) => `  ${s}`).join('\n')}\n`);
+  });
+
+  // A failed step leaves a screenshot of the page it failed on, and what the page announced.
+  afterEach(async (ctx) => {
+    if (ctx.task.result?.state !== 'fail' || !page || page.isClosed()) return;
+    await shots.take(page, `FAILED ${ctx.task.name}`);
+    process.stderr.write(`page ${page.url()} announced: ${await page.locator('#error').textContent()} | ${await page.locator('#status').textContent()}\n`);
+  });
+
+  /** A fresh browser profile (its own cookies), a phone-sized window unless told. */
+  async function newPage(viewport = { width: 420, height: 860 }): Promise<{ page: Page; context: BrowserContext }> {
+    const context = await browser.newContext({ viewport });
+    contexts.push(context);
+    await keepOnMachine(context); // the IdP's pages ask Google Fonts for a stylesheet
+    const page = await context.newPage();
+    page.on('pageerror', (e) => void process.stderr.write(`page error: ${e.message}\n`));
+    return { page, context };
+  }
+
+  /** expect.poll with room for a busy machine (vitest's default waits 1 s). */
+  const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 20_000 });
+  const heading = (page: Page) => page.getByRole('heading', { level: 1 });
+  const mainButton = (page: Page, name: string) => page.locator('main').getByRole('button', { name, exact: true });
+
+  /** The full link of the latest mail to `email` that goes to `linkPath`, once it arrived. */
+  async function linkFromMail(email: string, linkPath: string): Promise<string> {
+    const re = new RegExp(`https?://\\S*${linkPath.replace(/[/.]/g, '\\$&')}\\?token=[A-Za-z0-9_-]+`);
+    const links = () => smtp.to(email).map((m) => re.exec(m.text)?.[0]).filter((l): l is string => !!l);
+    await expect.poll(() => links().length, { timeout: 15_000 }).toBeGreaterThan(0);
+    const url = links().at(-1)!;
+    expect(new URL(url).origin, 'mail links land on the example (auth.email.linkBaseUrl)').toBe(d.appOrigin);
+    return url;
+  }
+
+  async function signIn(page: Page, email: string, password: string): Promise<void> {
+    await page.goto(`${d.appOrigin}/login`);
+    await page.getByLabel('Email', { exact: true }).fill(email);
+    await page.getByLabel('Password', { exact: true }).fill(password);
+    await mainButton(page, 'Sign in').click();
+  }
+
+  async function expectAccount(page: Page, email: string): Promise<void> {
+    await page.waitForURL(`${d.appOrigin}/account`);
+    await expect.poll(() => page.locator('#who').textContent(), { timeout: 15_000 }).toBe(`Signed in as ${email}`);
+  }
+
+  /**
+   * Waits for `done` (a locator); if the step-up dialog opens first (the session was older than
+   * `auth.session.freshAge` on a slow machine), answers it with the password and goes on.
+   */
+  async function afterStepUp(page: Page, done: ReturnType<Page['locator']>, password: string): Promise<void> {
+    const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
+    await dialog.or(done).first().waitFor({ timeout: 20_000 });
+    if (await dialog.isVisible()) {
+      await dialog.getByLabel('Password', { exact: true }).fill(password);
+      await dialog.getByRole('button', { name: 'Confirm' }).click();
+    }
+    await done.waitFor({ timeout: 20_000 });
+  }
+
+  const totpFor = (uri: string) => new TOTP({ secret: Secret.fromBase32(new URL(uri).searchParams.get('secret')!) });
+
+  // One person's journey, test by test (each builds on the one before).
+  const person = { email: 'sam@example.com', password: 'a long sign-up password', totpUri: '', signedInAt: 0 };
+  let page: Page;
+  let context: BrowserContext;
+  let cdp: CDPSession;
+
+  it('sign-up, then the verification link from the mail, then a password login with the second step off', async () => {
+    ({ page, context } = await newPage());
+    await page.goto(`${d.appOrigin}/signup`);
+    await poll(() => heading(page).textContent()).toBe('Create an account');
+    // Every input has a label; the heading has the focus (a screen reader starts there).
+    expect(await page.evaluate(() => [...document.querySelectorAll('input')].filter((i) => i.labels?.length !== 1).map((i) => i.name))).toEqual([]);
+    expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('H1');
+    await shots.take(page, 'sign-up page');
+    await page.getByLabel('Email', { exact: true }).fill(person.email);
+    await page.getByLabel('Password', { exact: true }).fill('short');
+    await mainButton(page, 'Create account').click();
+    await poll(() => page.getByRole('alert').textContent()).toMatch(/password/i);
+    await shots.take(page, 'sign-up: a weak password is announced');
+    await page.getByLabel('Password', { exact: true }).fill(person.password);
+    await page.getByLabel('First name (optional)', { exact: true }).fill('Sam');
+    await mainButton(page, 'Create account').click();
+    await poll(() => heading(page).textContent()).toBe('Check your mail');
+    await shots.take(page, 'sign-up: check your mail');
+
+    await signIn(page, person.email, person.password);
+    await poll(() => page.getByRole('alert').textContent()).toMatch(/confirm your email/i);
+    await shots.take(page, 'login before the email is confirmed');
+
+    await page.goto(await linkFromMail(person.email, '/verify-email'));
+    await poll(() => heading(page).textContent()).toBe('Email confirmed');
+    expect(await page.getByRole('status').textContent()).toBe('Email confirmed.');
+    await shots.take(page, 'verify-email page: confirmed');
+
+    await signIn(page, person.email, 'a wrong password');
+    await poll(() => page.getByRole('alert').textContent()).toMatch(/wrong/i);
+    await shots.take(page, 'login: a wrong password is announced');
+    await page.getByLabel('Password', { exact: true }).fill(person.password);
+    await mainButton(page, 'Sign in').click();
+    person.signedInAt = Date.now();
+    await expectAccount(page, person.email);
+    await shots.take(page, 'account page');
+    // Readable on a phone: nothing wider than the window.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+  });
+
+  it('own sessions: a second browser shows up, and "End" ends it', async () => {
+    const other = await newPage();
+    await signIn(other.page, person.email, person.password);
+    await expectAccount(other.page, person.email);
+    await page.reload();
+    const sessions = page.locator('#sessions > li');
+    await poll(() => sessions.count()).toBe(2);
+    await shots.take(page, 'sessions: two browsers');
+    await sessions.filter({ hasNotText: '(this browser)' }).getByRole('button', { name: /^End the session/ }).click();
+    await poll(() => sessions.count()).toBe(1);
+    expect(await page.getByRole('status').textContent()).toBe('Session ended.');
+    expect(await sessions.textContent()).toContain('(this browser)');
+    await shots.take(page, 'sessions: the other one ended');
+    await other.page.goto(`${d.appOrigin}/account`);
+    await other.page.waitForURL(`${d.appOrigin}/login?next=%2Faccount`);
+  });
+
+  it('TOTP on: the QR code is the otpauth URI, the code from it confirms, recovery codes are shown', async () => {
+    await mainButton(page, 'Turn on').click();
+    const qr = page.locator('#totp-qr');
+    await afterStepUp(page, qr, person.password);
+    person.totpUri = (await page.locator('#otpauth-uri').textContent())!;
+    expect(person.totpUri).toMatch(/^otpauth:\/\/totp\//);
+    // The image shown is the QR code of exactly this URI (svc draws it with `qrcode`, these options).
+    expect(await qr.getAttribute('src')).toBe(await QRCode.toDataURL(person.totpUri, { errorCorrectionLevel: 'M', margin: 2 }));
+    await shots.take(page, 'totp: the QR code');
+    await page.locator('#totp').getByLabel('Code', { exact: true }).fill(totpFor(person.totpUri).generate());
+    await mainButton(page, 'Confirm').click();
+    await poll(() => page.locator('#recovery-codes li').count()).toBe(10);
+    await shots.take(page, 'totp: on, with the recovery codes');
+    await mainButton(page, 'Done').click();
+    await poll(() => page.locator('#totp').textContent()).toMatch(/^On/);
+  });
+
+  it('log in with the second step: the password, then a code', async () => {
+    await mainButton(page, 'Sign out').click();
+    await page.waitForURL(`${d.appOrigin}/login`);
+    await signIn(page, person.email, person.password);
+    await poll(() => heading(page).textContent()).toBe('Two-step verification');
+    await shots.take(page, 'login: the second step');
+    await page.getByLabel('Code', { exact: true }).fill('000000');
+    await mainButton(page, 'Verify').click();
+    await poll(() => page.getByRole('alert').textContent()).toMatch(/code/i);
+    // The code of the next 30-second step: the one used to confirm is never accepted twice.
+    await page.getByLabel('Code', { exact: true }).fill(totpFor(person.totpUri).generate({ timestamp: Date.now() + 30_000 }));
+    await mainButton(page, 'Verify').click();
+    person.signedInAt = Date.now();
+    await expectAccount(page, person.email);
+  });
+
+  it('step-up, then a passkey added through the CDP virtual authenticator', async () => {
+    await page.bringToFront(); // WebAuthn wants the focused window (another browser opened meanwhile)
+    cdp = await context.newCDPSession(page);
+    await cdp.send('WebAuthn.enable');
+    await cdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    });
+    // Past freshAge since the login: adding a way in asks who it is.
+    await sleep(Math.max(0, person.signedInAt + (FRESH_AGE + 1) * 1000 - Date.now()));
+    await page.getByLabel('Name (optional)', { exact: true }).fill('Virtual key');
+    await mainButton(page, 'Add a passkey').click();
+    const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
+    await dialog.waitFor();
+    await shots.take(page, 'step-up dialog');
+    await dialog.getByLabel('Password', { exact: true }).fill('not my password');
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await poll(() => page.getByRole('alert').textContent()).toMatch(/wrong/i);
+    await mainButton(page, 'Add a passkey').click();
+    await dialog.getByLabel('Password', { exact: true }).fill(person.password);
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await poll(() => page.locator('#passkeys li').count()).toBe(1);
+    expect(await page.locator('#passkeys').textContent()).toContain('Virtual key');
+    expect(await page.getByRole('status').textContent()).toBe('Passkey Virtual key added.');
+    await shots.take(page, 'passkeys: added after the step-up');
+  });
+
+  it('passkey login (no email, no password; a verified passkey is both steps)', async () => {
+    await mainButton(page, 'Sign out').click();
+    await page.waitForURL(`${d.appOrigin}/login`);
+    await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await expectAccount(page, person.email);
+    await shots.take(page, 'signed in with the passkey');
+  });
+
+  it('TOTP off with the password (after a step-up if the login is old), and the passkey removed', async () => {
+    await page.locator('#totp').getByLabel('Password', { exact: true }).fill(person.password);
+    await mainButton(page, 'Turn off').click();
+    await afterStepUp(page, page.locator('#totp').getByText('Off.'), person.password);
+    await mainButton(page, 'Remove passkey Virtual key').click();
+    await poll(() => page.locator('#passkeys li').count()).toBe(0);
+    await shots.take(page, 'totp off, passkey removed');
+  });
+
+  it('OAuth: the provider button from GET /auth/oauth/providers, the IdP, back on /account', async () => {
+    const { page: p } = await newPage();
+    await p.goto(`${d.appOrigin}/login`);
+    const button = p.getByRole('button', { name: `Continue with ${d.oauthProvider.label}` });
+    await button.waitFor();
+    await shots.take(p, 'login page with the OAuth button');
+    await button.click();
+    await p.waitForURL((url) => url.origin !== d.appOrigin);
+    await p.locator('input[name=login]').fill(d.oauthProvider.login);
+    await p.locator('input[name=password]').fill('any password');
+    await p.getByRole('button', { name: 'Sign-in' }).click();
+    await p.getByRole('button', { name: 'Continue' }).click();
+    await expectAccount(p, d.oauthProvider.email);
+    await poll(() => p.locator('#connected li').count()).toBe(1);
+    expect(await p.locator('#connected').textContent()).toContain(d.oauthProvider.label);
+    await shots.take(p, 'signed in through OAuth: the connected account');
+  });
+
+  it('connected accounts: connect the IdP to the password account (step-up if needed), then disconnect it', async () => {
+    const login = 'sam-at-corp';
+    d.idp.setAccount(login, { email: 'sam@corp.example', email_verified: true, name: 'Sam at Corp' });
+    await mainButton(page, `Connect ${d.oauthProvider.label}`).click();
+    const idpLogin = page.locator('input[name=login]');
+    const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
+    await dialog.or(idpLogin).first().waitFor({ timeout: 20_000 });
+    if (await dialog.isVisible()) {
+      await dialog.getByLabel('Password', { exact: true }).fill(person.password);
+      await dialog.getByRole('button', { name: 'Confirm' }).click();
+    }
+    await idpLogin.fill(login);
+    await page.locator('input[name=password]').fill('any password');
+    await page.getByRole('button', { name: 'Sign-in' }).click();
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.waitForURL((url) => url.origin === d.appOrigin);
+    await page.goto(`${d.appOrigin}/account`);
+    await poll(() => page.locator('#connected li').count()).toBe(1);
+    expect(await page.locator('#connected').textContent()).toContain('sam@corp.example');
+    await shots.take(page, 'connected accounts: linked');
+    await mainButton(page, `Disconnect ${d.oauthProvider.label}`).click();
+    await poll(() => page.locator('#connected li').count()).toBe(0);
+  });
+
+  it('forgot password, the reset link from the mail, the new password works', async () => {
+    const { page: p } = await newPage();
+    await p.goto(`${d.appOrigin}/login`);
+    await p.getByRole('link', { name: 'Forgot your password?' }).click();
+    await poll(() => heading(p).textContent()).toBe('Forgot your password?');
+    await p.getByLabel('Email', { exact: true }).fill(person.email);
+    await mainButton(p, 'Send a reset link').click();
+    await poll(() => p.getByRole('status').textContent()).toMatch(/on its way/);
+    await shots.take(p, 'forgot-password page');
+    await p.goto(await linkFromMail(person.email, '/reset-password'));
+    await poll(() => heading(p).textContent()).toBe('Choose a new password');
+    await shots.take(p, 'reset-password page');
+    person.password = 'a brand new long password';
+    await p.getByLabel('New password', { exact: true }).fill(person.password);
+    await mainButton(p, 'Set password').click();
+    await poll(() => heading(p).textContent()).toBe('Password changed');
+    await shots.take(p, 'reset-password: done');
+    // Every session ended, the first browser's too.
+    await page.goto(`${d.appOrigin}/account`);
+    await page.waitForURL(/\/login\?next=/);
+    await signIn(p, person.email, person.password);
+    await expectAccount(p, person.email);
+  });
+
+  it('magic link: ask on /login/link, open the mail\'s link in the same browser, signed in', async () => {
+    const email = 'mia@example.com';
+    await d.createUser(email, 'mia has a long password');
+    const { page: p } = await newPage();
+    await p.goto(`${d.appOrigin}/login`);
+    await p.getByRole('link', { name: 'Email me a sign-in link' }).click();
+    await p.getByLabel('Email', { exact: true }).fill(email);
+    await mainButton(p, 'Send the link').click();
+    await poll(() => p.getByRole('status').textContent()).toMatch(/on its way/);
+    await shots.take(p, 'magic link: requested');
+    await p.goto(await linkFromMail(email, '/login/link'));
+    await expectAccount(p, email);
+    await shots.take(p, 'magic link: signed in');
+  });
+
+  it('on a desktop window too: the login page', async () => {
+    const { page: p } = await newPage({ width: 1280, height: 800 });
+    await p.goto(`${d.appOrigin}/login`);
+    await mainButton(p, 'Sign in').waitFor();
+    await shots.take(p, 'login page on a desktop window');
+    // The heading has the focus; the keyboard then goes through the form in reading order.
+    expect(await p.evaluate(() => document.activeElement?.textContent)).toBe('Sign in');
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      await p.keyboard.press('Tab');
+      order.push(await p.evaluate(() => (document.activeElement as HTMLInputElement).name || document.activeElement!.textContent!.trim()));
+    }
+    expect(order).toEqual(['email', 'password', 'Sign in', 'Sign in with a passkey', `Continue with ${d.oauthProvider.label}`]);
+  });
+});

@@ -9,6 +9,9 @@
 //   const d = await startDeployment({ redisUrl, mongoUrl });   // inject('redisUrl'), inject('mongoUrl')
 //   startDeployment({ ..., host: 'localhost' })                origins on localhost: WebAuthn takes no IP
 //                                                              address as RP ID (a passkeys suite needs this)
+//   startDeployment({ ..., email: true })                      a real SMTP server (test/support/smtp.ts) as the
+//                                                              app's relay, sign-up and magic links on, links in
+//                                                              mails to d.appOrigin; d.smtp reads what arrived
 //   d.appOrigin / d.workbenchOrigin / d.devOrigin              'http://<host>:<port>' (listening on 127.0.0.1)
 //   d.app: [SvcProcess, SvcProcess]; d.workbench: SvcProcess   (test/support/spawn.ts handles)
 //   d.admin: { email, password }; d.adminFetch('/auth/users')  as the admin, through nginx (/api prefix added)
@@ -29,6 +32,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { startIdp, type Idp } from '../../support/oidc.ts';
+import { startSmtp, type TestSmtp } from '../../support/smtp.ts';
 import { CHROMIUM } from './browser.ts';
 import { PROJECT_DIR, sleep, startReadySvc, stopAll, tempDir, type SvcProcess } from '../../support/spawn.ts';
 
@@ -42,6 +46,12 @@ export interface DeploymentOptions {
   env?: Record<string, string>;
   /** Host name in every origin: `127.0.0.1` (default) or `localhost`. Everything listens on 127.0.0.1. */
   host?: '127.0.0.1' | 'localhost';
+  /**
+   * Mail (README "Sign-up and recovery"): the app's two svc processes send through a real SMTP server
+   * on loopback, with `auth.signup.enabled`, `auth.magicLink.enabled` and `auth.email.linkBaseUrl` =
+   * the app's origin. The workbench keeps no mail.
+   */
+  email?: boolean;
 }
 
 export interface Deployment {
@@ -53,6 +63,8 @@ export interface Deployment {
   admin: { email: string; password: string };
   idp: Idp;
   oauthProvider: { id: string; label: string; login: string; email: string };
+  /** With `email: true`: the relay the app sends through, and the mails it got. */
+  smtp?: TestSmtp;
   /** `fetch(appOrigin + '/api' + path)` with the admin's session cookie (no Origin: a non-browser client). */
   adminFetch(path: string, init?: RequestInit): Promise<Response>;
   createUser(email: string, password: string): Promise<void>;
@@ -295,13 +307,19 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
     stoppers.push(() => idp.close());
     idp.setAccount(oauthProvider.login, { email: oauthProvider.email, email_verified: true, name: 'Alice Example' });
 
+    const smtp = opts.email ? await startSmtp() : undefined;
+    if (smtp) stoppers.push(() => smtp.close());
+    const mail = (cookieName: string) =>
+      smtp && cookieName === 'sid_app' ? { signup: { enabled: true }, magicLink: { enabled: true }, email: { linkBaseUrl: appOrigin } } : {};
+
     // What an operator sets for instances behind the proxy (README, operator's guide).
     const config = (cookieName: string) => ({
-      auth: { cookie: { name: cookieName }, store: { keyPrefix } },
+      auth: { cookie: { name: cookieName }, store: { keyPrefix }, ...mail(cookieName) },
       global: { requireAuthentication: true },
       server: { trustProxy: 1 },
     });
     const env = (origin: string, frontends: string[]) => ({
+      ...(smtp && origin === appOrigin ? { SVC_SMTP_URL: smtp.url, SVC_MAIL_FROM: 'Example app <accounts@example.test>' } : {}),
       CACHE_URL: opts.redisUrl,
       MONGODB_URL: mongoUrl,
       SVC_FRONTEND_URLS: frontends.join(','),
@@ -382,6 +400,7 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
       admin,
       idp,
       oauthProvider,
+      smtp,
       adminFetch,
       async createUser(email, password) {
         const res = await adminFetch('/auth/users', { method: 'POST', body: JSON.stringify({ email, password }) });

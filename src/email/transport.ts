@@ -4,9 +4,6 @@ import { isLoopback, type Config } from '../config/load.ts';
 import type { Logger } from '../logger.ts';
 import { MailTemplates, type MailKind, type MailVars } from './templates.ts';
 
-/** Seconds to connect, to get the greeting, and of silence on the socket: a hung relay never holds a job for long. */
-const CONNECT_TIMEOUT_MS = 10_000;
-const SOCKET_TIMEOUT_MS = 20_000;
 /** Jobs waiting or running at once; past it a job is dropped (logged): a flood must not grow the heap. */
 const MAX_PENDING = 1000;
 
@@ -35,13 +32,15 @@ export class Mailer {
     private readonly templates = new MailTemplates(config),
   ) {
     const url = config.env.smtpUrl;
+    // `auth.email.timeouts` (seconds): a hung relay never holds a job for long.
+    const { connect, greeting, socket } = config.auth.email.timeouts;
     this.transport = url
       ? nodemailer.createTransport(
           {
             url,
-            connectionTimeout: CONNECT_TIMEOUT_MS,
-            greetingTimeout: CONNECT_TIMEOUT_MS,
-            socketTimeout: SOCKET_TIMEOUT_MS,
+            connectionTimeout: connect * 1000,
+            greetingTimeout: greeting * 1000,
+            socketTimeout: socket * 1000,
             // A relay on this host (Postfix with Debian's self-signed "snakeoil" certificate, which it offers
             // STARTTLS with) is reached over no network, so there is no one in between a certificate check
             // would keep out: its certificate is taken as it is. Anywhere else it must be valid. The URL

@@ -509,6 +509,27 @@ describe('templates, notices and the transport', () => {
     }
   });
 
+  it('SMTP timeouts from auth.email.timeouts reach nodemailer: a relay that never greets ends the job with the greeting timeout, logged', async () => {
+    expect((await app()).instance.auth.mailer.transportOptions).toMatchObject({ connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 });
+    const silent = await startSmtp();
+    silent.hold(); // connections are accepted, the greeting never comes
+    try {
+      const lines: string[] = [];
+      const a = await app({ env: { SVC_SMTP_URL: silent.url }, config: { auth: { email: { timeouts: { connect: 7, greeting: 1, socket: 9 } } } }, logLines: lines });
+      expect(a.instance.auth.mailer.transportOptions).toMatchObject({ connectionTimeout: 7000, greetingTimeout: 1000, socketTimeout: 9000 });
+      const user = await a.createUser();
+      expect((await post(browser(a), '/auth/password/forgot', { email: user.email })).status).toBe(202);
+      await settled(a);
+      expect(silent.connections).toBe(1);
+      const failure = lines.find((l) => l.includes('mail could not be sent'));
+      expect(JSON.parse(failure!)).toMatchObject({ kind: 'reset', code: 'ETIMEDOUT', err: 'Greeting never received' });
+    } finally {
+      silent.release();
+      await silent.close();
+    }
+    await expect(loadConfig({ SVC_APP_PATH: '/nonexistent-app' }, { raw: { auth: { email: { timeouts: { socket: 0 } } } } })).rejects.toThrow(/auth\.email\.timeouts\.socket/);
+  });
+
   it('SMTP down: answers stay 202, nothing crashes, the log says so without the token or the address', async () => {
     const closed = await startSmtp();
     const url = closed.url;

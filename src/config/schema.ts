@@ -103,7 +103,15 @@ export const configSchema = v.strictObject({
             }),
             {},
           ),
-          /** Subject of each kind of mail (docs/email.md "Sign-up and recovery"); unset: the default. */
+          /**
+           * Seconds nodemailer waits on the relay: for the connection, for its greeting (and STARTTLS, AUTH),
+           * and of silence on the socket later. A hung relay holds a mail job no longer than these.
+           */
+          timeouts: v.optional(
+            v.strictObject({ connect: v.optional(positiveSeconds, 10), greeting: v.optional(positiveSeconds, 10), socket: v.optional(positiveSeconds, 20) }),
+            {},
+          ),
+          /** Subject of each kind of mail (docs/email.md); unset: the default. */
           subjects: v.optional(
             v.strictObject({
               verify: v.optional(subject),

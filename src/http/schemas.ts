@@ -2,10 +2,20 @@ import * as v from 'valibot';
 import { documentAs } from './openapi.ts';
 
 /**
- * An email address: trimmed, lowercased, at most 254 characters. Deliberately lenient about the
- * domain (`admin@localhost` is the bootstrap admin); ownership is proven elsewhere.
+ * An email address: trimmed (spaces, not line breaks), lowercased, at most 254 characters, one
+ * mailbox. Deliberately lenient about the domain (`admin@localhost` is the bootstrap admin);
+ * ownership is proven elsewhere. What a mail header reads as a list, a display name or a comment
+ * (`,` `;` `<>` `()` `"` `:` `[]` `\`) or a line break is refused: the address is a mail's `To`, and
+ * `ann@example.com,bob` would be two recipients.
  */
-export const emailSchema = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.maxLength(254), v.regex(/^[^\s@]+@[^\s@]+$/, 'must be an email address'));
+export const emailSchema = v.pipe(
+  v.string(),
+  v.regex(/^[^\r\n]*$/, 'must be one line'),
+  v.trim(),
+  v.toLowerCase(),
+  v.maxLength(254),
+  v.regex(/^[^\s@,;:<>()[\]"\\\p{Cc}]+@[^\s@,;:<>()[\]"\\\p{Cc}]+$/u, 'must be an email address'),
+);
 
 /** A name part: at most 100 characters. */
 export const nameSchema = v.pipe(v.string(), v.trim(), v.maxLength(100));

@@ -398,6 +398,12 @@ describe('enumeration safety and limits', () => {
       ['/auth/login/link', { email: 'a@example.com\nx' }],
       ['/auth/email/verify/request', { email: 'a@example.com', redirect: 'https://evil.test' }],
       ['/auth/signup', { email: 'a\r\n@example.com', password: 'long enough pw' }],
+      // One mailbox, not a list: a comma, a display name or a line break after it would add recipients or headers.
+      ['/auth/signup', { email: 'victim@example.com,attacker', password: 'long enough pw' }],
+      ['/auth/signup', { email: 'victim@example.com;attacker', password: 'long enough pw' }],
+      ['/auth/signup', { email: 'Victim <attacker@example.com>', password: 'long enough pw' }],
+      ['/auth/password/forgot', { email: 'victim@example.com\r\n' }],
+      ['/auth/password/forgot', { email: 'victim@example.com\u0000' }],
       ['/auth/email/verify', { token: ['a', 'b'] }],
       ['/auth/email/verify', { token: 'x'.repeat(600) }],
       ['/auth/password/reset', { token: 'x', newPassword: 'long enough pw', email: 'a@example.com' }],
@@ -413,6 +419,8 @@ describe('enumeration safety and limits', () => {
     expect(huge.status).toBe(413);
     await settled(a);
     expect(smtp.to('attacker@example.com')).toEqual([]);
+    expect(smtp.to('victim@example.com')).toEqual([]);
+    expect(smtp.mails.filter((m) => m.to.some((r) => !r.includes('@')))).toEqual([]);
   });
 
   it('tokens are never in the store keys, only their SHA-256', async () => {
@@ -469,7 +477,7 @@ describe('templates, notices and the transport', () => {
     for (const m of mails) expect(m.text).not.toMatch(/https?:/);
   });
 
-  it('STARTTLS when the server offers it', async () => {
+  it('STARTTLS when the server offers it; a relay on loopback with a self-signed certificate (a local Postfix) is used as it is', async () => {
     const tls = await startSmtp({ starttls: true });
     try {
       const a = await app({ env: { SVC_SMTP_URL: tls.url } });
@@ -480,6 +488,46 @@ describe('templates, notices and the transport', () => {
     } finally {
       await tls.close();
     }
+  });
+
+  it('a relay elsewhere must show a valid certificate; on loopback too when its URL asks for tls.rejectUnauthorized=true', async () => {
+    const tls = await startSmtp({ starttls: true });
+    try {
+      const lines: string[] = [];
+      const a = await app({ env: { SVC_SMTP_URL: `${tls.url}?tls.rejectUnauthorized=true` }, logLines: lines });
+      const user = await a.createUser();
+      await post(browser(a), '/auth/password/forgot', { email: user.email });
+      await settled(a);
+      expect(tls.to(user.email)).toEqual([]);
+      expect(lines.find((l) => l.includes('mail could not be sent'))).toMatch(/certificate/);
+      // The same relay named by a host that is not loopback keeps nodemailer's certificate check.
+      const elsewhere = await app({ env: { SVC_SMTP_URL: 'smtp://mail.example.com:587' } });
+      expect(elsewhere.instance.auth.mailer.transportOptions.tls).toBeUndefined();
+      expect(a.instance.auth.mailer.transportOptions.tls).toEqual({ rejectUnauthorized: true });
+    } finally {
+      await tls.close();
+    }
+  });
+
+  it('SMTP timeouts from auth.email.timeouts reach nodemailer: a relay that never greets ends the job with the greeting timeout, logged', async () => {
+    expect((await app()).instance.auth.mailer.transportOptions).toMatchObject({ connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 });
+    const silent = await startSmtp();
+    silent.hold(); // connections are accepted, the greeting never comes
+    try {
+      const lines: string[] = [];
+      const a = await app({ env: { SVC_SMTP_URL: silent.url }, config: { auth: { email: { timeouts: { connect: 7, greeting: 1, socket: 9 } } } }, logLines: lines });
+      expect(a.instance.auth.mailer.transportOptions).toMatchObject({ connectionTimeout: 7000, greetingTimeout: 1000, socketTimeout: 9000 });
+      const user = await a.createUser();
+      expect((await post(browser(a), '/auth/password/forgot', { email: user.email })).status).toBe(202);
+      await settled(a);
+      expect(silent.connections).toBe(1);
+      const failure = lines.find((l) => l.includes('mail could not be sent'));
+      expect(JSON.parse(failure!)).toMatchObject({ kind: 'reset', code: 'ETIMEDOUT', err: 'Greeting never received' });
+    } finally {
+      silent.release();
+      await silent.close();
+    }
+    await expect(loadConfig({ SVC_APP_PATH: '/nonexistent-app' }, { raw: { auth: { email: { timeouts: { socket: 0 } } } } })).rejects.toThrow(/auth\.email\.timeouts\.socket/);
   });
 
   it('SMTP down: answers stay 202, nothing crashes, the log says so without the token or the address', async () => {

@@ -18,7 +18,7 @@ export interface ReceivedMail {
 }
 
 export interface TestSmtp {
-  /** `smtp://127.0.0.1:<port>` (with the options for its self-signed certificate when it offers STARTTLS). */
+  /** `smtp://127.0.0.1:<port>`. With STARTTLS on offer, its certificate is smtp-server's own (self-signed, and expired). */
   url: string;
   mails: ReceivedMail[];
   /** Connections the server accepted (held ones included). */
@@ -47,7 +47,8 @@ export async function startSmtp(opts: { starttls?: boolean } = {}): Promise<Test
   const server = new SMTPServer({
     authOptional: true,
     logger: false,
-    // Without STARTTLS on offer, nodemailer speaks plain SMTP; with it, it upgrades (self-signed certificate of smtp-server).
+    // Without STARTTLS on offer, nodemailer speaks plain SMTP; with it, it upgrades, as with a local
+    // Postfix and its self-signed "snakeoil" certificate (smtp-server's built-in one, self-signed and expired).
     disabledCommands: opts.starttls ? [] : ['STARTTLS'],
     onConnect(_session, callback) {
       state.connections++;
@@ -75,7 +76,7 @@ export async function startSmtp(opts: { starttls?: boolean } = {}): Promise<Test
   const { port } = server.server.address() as AddressInfo;
   const to = (address: string) => mails.filter((m) => m.to.includes(address));
   return {
-    url: `smtp://127.0.0.1:${port}${opts.starttls ? '?tls.rejectUnauthorized=false' : ''}`,
+    url: `smtp://127.0.0.1:${port}`,
     mails,
     get connections() {
       return state.connections;

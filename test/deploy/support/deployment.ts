@@ -11,6 +11,9 @@
 //                                                              address as RP ID (a passkeys suite needs this)
 //   startDeployment({ ..., frontendDir, appConfig })           another static frontend at the app's origin
 //                                                              (the built example, issue 38), extra app config
+//   startDeployment({ ..., email: true })                      a real SMTP server (test/support/smtp.ts) as the
+//                                                              app's relay, sign-up and magic links on, links in
+//                                                              mails to d.appOrigin; d.smtp reads what arrived
 //   d.appOrigin / d.workbenchOrigin / d.devOrigin              'http://<host>:<port>' (listening on 127.0.0.1)
 //   d.app: [SvcProcess, SvcProcess]; d.workbench: SvcProcess   (test/support/spawn.ts handles)
 //   d.admin: { email, password }; d.adminFetch('/auth/users')  as the admin, through nginx (/api prefix added)
@@ -31,6 +34,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { startIdp, type Idp } from '../../support/oidc.ts';
+import { startSmtp, type TestSmtp } from '../../support/smtp.ts';
 import { CHROMIUM } from './browser.ts';
 import { PROJECT_DIR, sleep, startReadySvc, stopAll, tempDir, type SvcProcess } from '../../support/spawn.ts';
 
@@ -48,6 +52,12 @@ export interface DeploymentOptions {
   frontendDir?: string;
   /** Extra app config (svc.config.json) of the two app instances, merged over the operator's one (`auth` one level deep). */
   appConfig?: { auth?: Record<string, unknown>; [key: string]: unknown };
+  /**
+   * Mail (README "Sign-up and recovery"): the app's two svc processes send through a real SMTP server
+   * on loopback, with `auth.signup.enabled`, `auth.magicLink.enabled` and `auth.email.linkBaseUrl` =
+   * the app's origin. The workbench keeps no mail.
+   */
+  email?: boolean;
 }
 
 export interface Deployment {
@@ -59,6 +69,8 @@ export interface Deployment {
   admin: { email: string; password: string };
   idp: Idp;
   oauthProvider: { id: string; label: string; login: string; email: string };
+  /** With `email: true`: the relay the app sends through, and the mails it got. */
+  smtp?: TestSmtp;
   /** `fetch(appOrigin + '/api' + path)` with the admin's session cookie (no Origin: a non-browser client). */
   adminFetch(path: string, init?: RequestInit): Promise<Response>;
   createUser(email: string, password: string): Promise<void>;
@@ -301,7 +313,11 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
     stoppers.push(() => idp.close());
     idp.setAccount(oauthProvider.login, { email: oauthProvider.email, email_verified: true, name: 'Alice Example' });
 
-    // What an operator sets for instances behind the proxy (docs/operations.md).
+    const smtp = opts.email ? await startSmtp() : undefined;
+    if (smtp) stoppers.push(() => smtp.close());
+    const mail = smtp ? { signup: { enabled: true }, magicLink: { enabled: true }, email: { linkBaseUrl: appOrigin } } : {};
+
+    // What an operator sets for instances behind the proxy (docs/operations.md); the workbench keeps no mail.
     const config = (cookieName: string, extra: DeploymentOptions['appConfig'] = {}) => ({
       global: { requireAuthentication: true },
       server: { trustProxy: 1 },
@@ -309,6 +325,7 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
       auth: { ...extra.auth, cookie: { name: cookieName }, store: { keyPrefix } },
     });
     const env = (origin: string, frontends: string[]) => ({
+      ...(smtp && origin === appOrigin ? { SVC_SMTP_URL: smtp.url, SVC_MAIL_FROM: 'Example app <accounts@example.test>' } : {}),
       CACHE_URL: opts.redisUrl,
       MONGODB_URL: mongoUrl,
       SVC_FRONTEND_URLS: frontends.join(','),
@@ -320,7 +337,7 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
     });
     const start = (port: number, root: string, origin: string, frontends: string[]) =>
       startReadySvc({ port, appRoot: root, env: env(origin, frontends), startTimeoutMs: 90_000 });
-    const appDir = appRoot(config('sid_app', opts.appConfig));
+    const appDir = appRoot(config('sid_app', { ...opts.appConfig, auth: { ...mail, ...opts.appConfig?.auth } }));
     stoppers.push(stopAll); // svc processes and temp folders (nginx's included)
     // The first instance creates the bootstrap admin; then the others come up beside it.
     const a = await start(portA, appDir, appOrigin, [appOrigin, devOrigin]);
@@ -389,6 +406,7 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
       admin,
       idp,
       oauthProvider,
+      smtp,
       adminFetch,
       async createUser(email, password) {
         const res = await adminFetch('/auth/users', { method: 'POST', body: JSON.stringify({ email, password }) });

@@ -18,6 +18,8 @@ export interface StackContext {
   svcDir: string;
   /** Extra environment for svc (`--svc-env K=V`), e.g. UV_THREADPOOL_SIZE. */
   svcEnv: Record<string, string>;
+  /** `--pinned`: the CPUs every server runs on (`taskset -c`); unset, the kernel places them. */
+  serverCpus?: string;
 }
 
 export interface RunningStack {
@@ -90,6 +92,7 @@ async function startPeer(ctx: StackContext, id: string, file: string, env: Recor
   const child = startChild({
     name: id,
     argv: ['node', ...sharedNodeFlags(), ...ctx.nodeFlags(id), path.join(PEERS, file)],
+    ...(ctx.serverCpus ? { cpus: ctx.serverCpus } : {}),
     env: { ...baseEnv(), PORT: String(port), REDIS_URL: ctx.redisUrl, ...env },
   });
   const url = `http://127.0.0.1:${port}`;
@@ -154,6 +157,7 @@ function svcStack(
         name: id,
         argv: ['node-js', ...npmStartFlags(), ...ctx.nodeFlags(id), 'bin/start.js'],
         cwd: ctx.svcDir,
+        ...(ctx.serverCpus ? { cpus: ctx.serverCpus } : {}),
         env: {
           ...baseEnv(),
           HOST: '127.0.0.1',
@@ -245,6 +249,16 @@ const lean: Stack = {
   check: (body) => isObject(body) && typeof body.userId === 'string',
 };
 
+// The same route with ioredis' `enableAutoPipelining`: the GETEXes of one turn of the event loop go to
+// Redis as one write. The reference of issue 40's goals.
+const leanPipelined: Stack = {
+  ...lean,
+  id: 'lean-pipelined',
+  label: 'lean + auto-pipelining',
+  description: 'bench/peers/lean.ts with `LEAN_PIPELINING=1`: the lean route, its ioredis client with `enableAutoPipelining: true`; one `GETEX` per request.',
+  start: (ctx) => startPeer(ctx, 'lean-pipelined', 'lean.ts', { LEAN_PIPELINING: '1' }),
+};
+
 const bare: Stack = {
   id: 'bare',
   label: 'bare Hono (no auth)',
@@ -265,5 +279,9 @@ export const STACKS: Stack[] = [
   betterAuth('better-auth', 'better-auth', undefined, 'Its default `updateAge` (1 day): within a run the session is only read, its expiry does not move.'),
   betterAuth('better-auth-slide', 'better-auth (updateAge 0)', '0', '`session.updateAge: 0`: every request slides the expiry (rewrites the session and its user index).'),
   lean,
+  leanPipelined,
   bare,
 ];
+
+/** What `--pinned` measures unless `--only` says otherwise: the stacks of issue 40's goals. */
+export const PINNED_STACKS = ['svc', 'svc-cache', 'lean-pipelined', 'lean', 'bare'];

@@ -10,6 +10,7 @@
 //          --only svc,lean,...  --note "text for the results file"  --cpu-prof svc,lean (profiles
 //          of those stacks, written to a temp dir when the bench ends)  --out DIR (bench/results)
 //          --svc-dir DIR (another svc checkout to measure as "svc", for before/after comparisons)
+//          --svc-b DIR (another svc checkout, measured as "svc-b" in the same run)
 //          --svc-env K=V (repeatable: extra environment for svc, e.g. UV_THREADPOOL_SIZE=2)
 //          --svc-node-flag F (repeatable: a node/V8 flag for both svc stacks, e.g. --optimize-for-size)
 //          --pinned (servers on CPU 0, autocannon and redis-server on CPU 1; issue 40's stacks, 4 rounds)
@@ -22,10 +23,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { baseEnv, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, sleep, startChild, startRedisServer, type Child } from './lib/procs.ts';
 import { commandDelta, LatencyLog, mean, median, parseCommandStats, percentiles, round, type Percentiles } from './lib/stats.ts';
-import { PINNED_STACKS, postJson, sharedNodeFlags, STACKS, type RunningStack, type Stack, type StackContext } from './stacks.ts';
+import { PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -43,6 +45,7 @@ const { values: opts } = parseArgs({
     'cpu-prof': { type: 'string' },
     out: { type: 'string', default: 'bench/results' },
     'svc-dir': { type: 'string' },
+    'svc-b': { type: 'string' },
     'svc-env': { type: 'string', multiple: true },
     'svc-node-flag': { type: 'string', multiple: true },
   },
@@ -535,7 +538,9 @@ interface RunOutcome {
 async function runOnce(runNumber: number): Promise<RunOutcome> {
   const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   const runBegan = performance.now();
-  const stacks = STACKS.filter((s) => !only || only.has(s.id));
+  // --svc-b: that checkout measured right after svc.
+  const all = opts['svc-b'] ? STACKS.flatMap((s) => (s.id === 'svc' ? [s, svcB] : [s])) : STACKS;
+  const stacks = all.filter((s) => !only || only.has(s.id) || s.id === 'svc-b');
   if (stacks.length === 0) throw new Error(`--only matched no stack (ids: ${STACKS.map((s) => s.id).join(', ')})`);
   const estimate = stacks.length * ROUNDS * (WARMUP + DURATION + 1.5) + (LOGINS > 0 ? 12 : 0) + 20;
   log(`${RUNS > 1 ? `run ${runNumber}/${RUNS}: ` : ''}stacks: ${stacks.map((s) => s.id).join(', ')}; ${ROUNDS} rounds; about ${Math.ceil(estimate / 60)} min`);
@@ -556,6 +561,7 @@ async function runOnce(runNumber: number): Promise<RunOutcome> {
     ],
     tempDirs: [],
     svcDir: path.resolve(opts['svc-dir'] ?? PROJECT_DIR),
+    ...(opts['svc-b'] ? { svcBDir: path.resolve(opts['svc-b']) } : {}),
     svcEnv: Object.fromEntries((opts['svc-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
     ...(PINNED ? { serverCpus: SERVER_CPUS } : {}),
   };
@@ -686,7 +692,18 @@ async function runOnce(runNumber: number): Promise<RunOutcome> {
 
 const OUT_DIR = path.resolve(PROJECT_DIR, opts.out ?? 'bench/results');
 
+/**
+ * svc's dist/ built now when stale (bin/build.js), before anything is pinned or timed: `npm start` would
+ * build it itself, but on one pinned CPU beside the others' start-up that outlasts the health wait.
+ */
+function ensureBuilt(dir: string): void {
+  const build = pathToFileURL(path.join(dir, 'bin', 'build.js')).href;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `const { build } = await import(${JSON.stringify(build)}); await build();`], { cwd: dir, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error(`building svc's dist/ in ${dir} failed`);
+}
+
 async function main() {
+  for (const dir of new Set([path.resolve(opts['svc-dir'] ?? PROJECT_DIR), ...(opts['svc-b'] ? [path.resolve(opts['svc-b'])] : [])])) ensureBuilt(dir);
   if (PINNED) {
     if (os.cpus().length < 2) throw new Error('--pinned needs at least 2 CPUs');
     // From here on, this process (autocannon) and all it starts (redis-server) run on CPU 1; the servers are started on CPU 0.

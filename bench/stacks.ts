@@ -16,6 +16,8 @@ export interface StackContext {
   tempDirs: string[];
   /** The svc checkout to start (`src/server.ts` in it): this one unless `--svc-dir` says otherwise. */
   svcDir: string;
+  /** `--svc-b DIR`: another svc checkout, measured in the same run as `svc-b` (before/after a change, side by side). */
+  svcBDir?: string;
   /** Extra environment for svc (`--svc-env K=V`), e.g. UV_THREADPOOL_SIZE. */
   svcEnv: Record<string, string>;
   /** `--pinned`: the CPUs every server runs on (`taskset -c`); unset, the kernel places them. */
@@ -135,6 +137,7 @@ function svcStack(
   auth: { session: Record<string, unknown>; store?: { keyPrefix: string } },
   what: string,
   route: { path: string; plugin?: boolean } = { path: '/auth/session' },
+  dirOf: (ctx: StackContext) => string = (ctx) => ctx.svcDir,
 ): Stack {
   return {
     id,
@@ -151,12 +154,12 @@ function svcStack(
       mkdirSync(appRoot, { recursive: true });
       // trustProxy: the login storm speaks for many clients through X-Forwarded-For (per-IP login limits).
       writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false }, ...auth }, server: { trustProxy: 1 } }));
-      if (route.plugin) writeBenchPlugin(appRoot, ctx.svcDir);
+      if (route.plugin) writeBenchPlugin(appRoot, dirOf(ctx));
       const port = await freePort();
       const child = startChild({
         name: id,
         argv: ['node-js', ...npmStartFlags(), ...ctx.nodeFlags(id), 'bin/start.js'],
-        cwd: ctx.svcDir,
+        cwd: dirOf(ctx),
         ...(ctx.serverCpus ? { cpus: ctx.serverCpus } : {}),
         env: {
           ...baseEnv(),
@@ -181,6 +184,11 @@ function svcStack(
 }
 
 const svc = svcStack('svc', 'svc', { session: {} }, 'the default: sliding TTL, one GETEX per request');
+// `--svc-b DIR`: the default settings, from another checkout.
+export const svcB = svcStack('svc-b', 'svc (--svc-b)', { session: {} }, 'the default settings, from the checkout given as `--svc-b`', undefined, (ctx) => {
+  if (!ctx.svcBDir) throw new Error('svc-b needs --svc-b DIR');
+  return ctx.svcBDir;
+});
 // Its own key prefix: with the default one, Redis would announce every GETEX of the `svc` stack's runs to
 // this process (it tracks the session prefix), which then took a fifth of a core from the stack measured.
 const svcCached = svcStack(

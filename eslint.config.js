@@ -6,7 +6,7 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   { files: ['bin/**/*.js'], languageOptions: { globals: { process: 'readonly', URL: 'readonly' } } },
-  { files: ['bench/**/*.mjs'], languageOptions: { globals: { process: 'readonly', setInterval: 'readonly' } } },
+  { files: ['bench/**/*.mjs'], languageOptions: { globals: { process: 'readonly', setInterval: 'readonly', URL: 'readonly' } } },
   // The deployment suite's static frontend runs in the browser.
   {
     files: ['test/deploy/frontend/**/*.js'],

@@ -1,6 +1,7 @@
 // `npm run bench` (`tsx bench/run.ts [options]`): svc and its peers side by side, in ONE run, on one
 // private Redis. Every stack runs as its own child process on a free loopback port; each is
-// measured twice in ABBA order (A B C ... C B A) with autocannon: a warm-up, then the measured run.
+// measured in ABBA rounds (A B C ... C B A, twice by default) with autocannon: a warm-up, then the
+// measured run; a stack's figures are the medians of its rounds.
 // Redis is flushed and a fresh session made before every run; `INFO commandstats` before and after
 // the measured run gives the store commands per request. Then 100 concurrent logins hit svc while
 // its session route is under load. Prints a markdown table and writes bench/results/<date>.{md,json}.
@@ -9,41 +10,65 @@
 //          --only svc,lean,...  --note "text for the results file"  --cpu-prof svc,lean (profiles
 //          of those stacks, written to a temp dir when the bench ends)  --out DIR (bench/results)
 //          --svc-dir DIR (another svc checkout to measure as "svc", for before/after comparisons)
+//          --svc-b DIR (another svc checkout, measured as "svc-b" in the same run)
 //          --svc-env K=V (repeatable: extra environment for svc, e.g. UV_THREADPOOL_SIZE=2)
 //          --svc-node-flag F (repeatable: a node/V8 flag for both svc stacks, e.g. --optimize-for-size)
+//          --pinned (servers on CPU 0, autocannon and redis-server on CPU 1; issue 40's stacks, 4 rounds)
+//          --rounds N (ABBA rounds: 2, pinned 4)  --runs N (N full runs, each written; then their spread)
+//          --memory (the 100,000 cached sessions RSS line; on by default with --pinned)
+//          --quick (a smoke run: 1 s warm-up + 3 s, 2 rounds, no logins, no memory line)
 import autocannon, { type Result } from 'autocannon';
 import { Redis } from 'ioredis';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { currentRss, freePort, peakRss, PROJECT_DIR, sleep, startRedisServer, type Child } from './lib/procs.ts';
-import { commandDelta, LatencyLog, mean, parseCommandStats, percentiles, round, type Percentiles } from './lib/stats.ts';
-import { postJson, sharedNodeFlags, STACKS, type RunningStack, type Stack, type StackContext } from './stacks.ts';
+import { baseEnv, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, sleep, startChild, startRedisServer, type Child } from './lib/procs.ts';
+import { commandDelta, LatencyLog, mean, median, parseCommandStats, percentiles, round, type Percentiles } from './lib/stats.ts';
+import { PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
 
 const { values: opts } = parseArgs({
   options: {
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '3' },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
     connections: { type: 'string', default: '50' },
-    logins: { type: 'string', default: '100' },
+    logins: { type: 'string' },
+    pinned: { type: 'boolean', default: false },
+    rounds: { type: 'string' },
+    runs: { type: 'string', default: '1' },
+    memory: { type: 'boolean', default: false },
+    quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     note: { type: 'string' },
     'cpu-prof': { type: 'string' },
     out: { type: 'string', default: 'bench/results' },
     'svc-dir': { type: 'string' },
+    'svc-b': { type: 'string' },
     'svc-env': { type: 'string', multiple: true },
     'svc-node-flag': { type: 'string', multiple: true },
   },
   strict: true,
 });
 
-const DURATION = Number(opts.duration);
-const WARMUP = Number(opts.warmup);
+const PINNED = opts.pinned;
+const QUICK = opts.quick;
+const DURATION = Number(opts.duration ?? (QUICK ? 3 : 10));
+const WARMUP = Number(opts.warmup ?? (QUICK ? 1 : 3));
 const CONNECTIONS = Number(opts.connections);
-const LOGINS = Number(opts.logins);
-const only = opts.only ? new Set(opts.only.split(',').map((s) => s.trim())) : null;
+// The login storm is issue 13's; the pinned mode measures issue 40's goals only, unless asked.
+const LOGINS = Number(opts.logins ?? (QUICK || PINNED ? 0 : 100));
+const ROUNDS = Number(opts.rounds ?? (PINNED && !QUICK ? 4 : 2));
+const RUNS = Number(opts.runs);
+const MEMORY = opts.memory || (PINNED && !QUICK);
+/** `--pinned`: the servers' CPU, and the CPU of this process (autocannon), redis-server and everything else it starts. */
+const SERVER_CPUS = '0';
+const LOADER_CPUS = '1';
+for (const [name, n] of Object.entries({ duration: DURATION, warmup: WARMUP, connections: CONNECTIONS, logins: LOGINS, rounds: ROUNDS, runs: RUNS })) {
+  if (!Number.isFinite(n) || n < 0 || ((name === 'rounds' || name === 'runs' || name === 'duration') && n < 1)) throw new Error(`--${name}: not a valid number`);
+}
+const only = opts.only ? new Set(opts.only.split(',').map((s) => s.trim())) : PINNED ? new Set(PINNED_STACKS) : null;
 const profiled = new Set((opts['cpu-prof'] ?? '').split(',').filter(Boolean));
 const began = performance.now();
 const elapsed = () => `${((performance.now() - began) / 1000).toFixed(0).padStart(4)}s`;
@@ -51,7 +76,8 @@ const log = (msg: string) => process.stderr.write(`[${elapsed()}] ${msg}\n`);
 
 interface RunResult {
   stack: string;
-  round: 1 | 2;
+  /** 1-based ABBA round. */
+  round: number;
   /** Position in the ABBA sequence (0-based). */
   slot: number;
   requests: number;
@@ -65,20 +91,29 @@ interface RunResult {
   commands: Record<string, number>;
   commandsPerRequest: number;
   peakRssMB: number | null;
+  /** Server CPU time (user + system, all its threads) during the measured run / responses, µs. */
+  cpuUsPerRequest: number;
 }
 
 interface StackSummary {
   id: string;
   label: string;
   description: string;
+  /** Median over the rounds, as are p50, p99 and the CPU time. */
   reqPerSec: number;
   reqPerSecRuns: number[];
   p50: number;
   p99: number;
+  cpuUsPerRequest: number;
   peakRssMB: number | null;
   /** VmRSS once started, before any load. */
   idleRssMB?: number | null;
   commandsPerRequest: number;
+  /**
+   * How far above its true value `commandsPerRequest` may read: the requests in flight when a run stops
+   * (at most one per connection) sent their command but are not counted as responses.
+   */
+  commandsMargin: number;
   commandsBreakdown: Record<string, number>;
   failures: number;
 }
@@ -136,7 +171,7 @@ async function verify(stack: Stack, url: string, cookie: string | null, anonymou
   }
 }
 
-async function measure(stack: Stack, running: RunningStack, redis: Redis, round: 1 | 2, slot: number): Promise<RunResult> {
+async function measure(stack: Stack, running: RunningStack, redis: Redis, round: number, slot: number): Promise<RunResult> {
   await redis.flushall();
   const cookie = await stack.login(running.url);
   await verify(stack, running.url, cookie, round === 1);
@@ -147,7 +182,9 @@ async function measure(stack: Stack, running: RunningStack, redis: Redis, round:
 
   const latencies = new LatencyLog();
   const before = await commandStats(redis);
+  const cpuBefore = cpuSeconds(running.child.pid);
   const result: Result = await cannon(target, cookie, DURATION, latencies);
+  const cpuAfter = cpuSeconds(running.child.pid);
   const after = await commandStats(redis);
   await verify(stack, running.url, cookie, false);
 
@@ -172,6 +209,7 @@ async function measure(stack: Stack, running: RunningStack, redis: Redis, round:
     commands,
     commandsPerRequest: requests > 0 ? totalCommands / requests : NaN,
     peakRssMB: rss === null ? null : rss / 2 ** 20,
+    cpuUsPerRequest: cpuBefore !== null && cpuAfter !== null && requests > 0 ? ((cpuAfter - cpuBefore) * 1e6) / requests : NaN,
   };
 }
 
@@ -287,12 +325,14 @@ function summarize(stack: Stack, runs: RunResult[]): StackSummary {
     id: stack.id,
     label: stack.label,
     description: stack.description,
-    reqPerSec: mean(runs.map((r) => r.reqPerSec)),
+    reqPerSec: median(runs.map((r) => r.reqPerSec)),
     reqPerSecRuns: runs.map((r) => round(r.reqPerSec, 0)),
-    p50: mean(runs.map((r) => r.latencyMs.p50)),
-    p99: mean(runs.map((r) => r.latencyMs.p99)),
+    p50: median(runs.map((r) => r.latencyMs.p50)),
+    p99: median(runs.map((r) => r.latencyMs.p99)),
+    cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
     peakRssMB: rss.length ? Math.max(...rss) : null,
     commandsPerRequest: mean(runs.map((r) => r.commandsPerRequest)),
+    commandsMargin: CONNECTIONS / Math.min(...runs.map((r) => r.requests)),
     commandsBreakdown: breakdown,
     failures: runs.reduce((a, r) => a + r.errors + r.timeouts + r.non2xx, 0),
   };
@@ -308,30 +348,98 @@ function gitInfo(dir: string): string {
 const fmt = (x: number | null | undefined, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
 const ratio = (a: number | undefined, b: number | undefined) => (a && b ? a / b : NaN);
 
-function report(meta: Record<string, unknown>, summaries: StackSummary[], storm: LoginStorm | null, failed: { id: string; error: string }[]) {
+interface Goal {
+  name: string;
+  value: number;
+  goal: string;
+  /** null: shown for information, no goal. */
+  met: boolean | null;
+}
+
+/** The memory line: svc with `localCache` holding 100,000 sessions (bench/session-cache-memory.ts). */
+interface MemoryResult {
+  sessions: number;
+  idleRssMB: number;
+  rssMB: number;
+  peakRssMB: number;
+  lastPassStoreReads: number;
+  failed: number;
+}
+
+/** The goals of issues 13 and 40, each from the stacks this run measured. */
+function goalsOf(summaries: StackSummary[], storm: LoginStorm | null): Goal[] {
   const by = new Map(summaries.map((s) => [s.id, s]));
+  const goals: Goal[] = [];
+  const add = (name: string, value: number, goal: string, met: ((x: number) => boolean) | null) => {
+    if (Number.isFinite(value)) goals.push({ name, value, goal, met: met ? met(value) : null });
+  };
   const svc = by.get('svc');
+  const cached = by.get('svc-cache');
+  const plugin = by.get('svc-plugin');
+  // Issue 40: against the lean route with ioredis auto-pipelining.
+  const lp = by.get('lean-pipelined');
+  add('svc / lean + auto-pipelining (req/s)', ratio(svc?.reqPerSec, lp?.reqPerSec), '>= 0.9', (x) => x >= 0.9);
+  add('p99 svc / lean + auto-pipelining', ratio(svc?.p99, lp?.p99), '<= 1.2', (x) => x <= 1.2);
+  add('svc (localCache) / lean + auto-pipelining (req/s)', ratio(cached?.reqPerSec, lp?.reqPerSec), '>= 1.5', (x) => x >= 1.5);
+  add('p99 svc (localCache) / lean + auto-pipelining', ratio(cached?.p99, lp?.p99), '<= 1', (x) => x <= 1);
+  add('server CPU per request svc / lean + auto-pipelining', ratio(svc?.cpuUsPerRequest, lp?.cpuUsPerRequest), '-', null);
+  add('server CPU per request svc (localCache) / lean + auto-pipelining', ratio(cached?.cpuUsPerRequest, lp?.cpuUsPerRequest), '-', null);
+  const one = (s: StackSummary | undefined) => (x: number) => x > 0.995 && x < 1.005 + (s?.commandsMargin ?? 0);
+  add('svc store commands per request', svc?.commandsPerRequest ?? NaN, '= 1', one(svc));
+  add('svc (localCache) store commands per request', cached?.commandsPerRequest ?? NaN, '< 0.01', (x) => x < 0.01);
+  // Issue 13: against the plain lean route and the Node session stacks.
+  add('svc / lean (req/s)', ratio(svc?.reqPerSec, by.get('lean')?.reqPerSec), '(>= 0.9)', (x) => x >= 0.9);
+  add('p99 svc / lean', ratio(svc?.p99, by.get('lean')?.p99), '(<= 1.2)', (x) => x <= 1.2);
+  add('svc / express-session (req/s)', ratio(svc?.reqPerSec, by.get('express')?.reqPerSec), '>= 4', (x) => x >= 4);
+  add('svc / @fastify/session (req/s)', ratio(svc?.reqPerSec, by.get('fastify')?.reqPerSec), '>= 2', (x) => x >= 2);
+  add('svc / better-auth (req/s)', ratio(svc?.reqPerSec, by.get('better-auth')?.reqPerSec), '>= 1.5', (x) => x >= 1.5);
+  add('svc / better-auth updateAge 0 (req/s)', ratio(svc?.reqPerSec, by.get('better-auth-slide')?.reqPerSec), '(>= 1.5)', (x) => x >= 1.5);
+  add('svc / bare Hono (req/s)', ratio(svc?.reqPerSec, by.get('bare')?.reqPerSec), '-', null);
+  add('svc plugin route / lean + auto-pipelining (req/s)', ratio(plugin?.reqPerSec, lp?.reqPerSec), '>= 0.9', (x) => x >= 0.9);
+  add('p99 svc plugin route / lean + auto-pipelining', ratio(plugin?.p99, lp?.p99), '<= 1.2', (x) => x <= 1.2);
+  add('svc plugin route store commands per request', plugin?.commandsPerRequest ?? NaN, '= 1', one(plugin));
+  add('svc peak RSS MB (session runs)', svc?.peakRssMB ?? NaN, '< 150', (x) => x < 150);
+  if (storm) add('svc session p99 ms during the logins', storm.during.p99, '<= 50', (x) => x <= 50);
+  return goals;
+}
+
+const goalRow = (g: Goal, cells: string[] = [fmt(g.value)]) =>
+  `| ${g.name} | ${cells.join(' | ')} | ${g.goal} | ${g.met === null ? '' : g.met ? 'met' : 'missed'} |`;
+
+function memoryLine(m: MemoryResult): string {
+  return (
+    `**Memory:** svc with \`auth.session.localCache\` holding ${m.sessions.toLocaleString('en')} sessions (bench/session-cache-memory.ts, ` +
+    `as \`npm start\` runs it): peak RSS ${fmt(m.peakRssMB, 0)} MB (goal < 150: ${m.peakRssMB < 150 ? 'met' : 'missed'}), ` +
+    `RSS ${fmt(m.rssMB, 0)} MB after the last pass (${fmt(m.idleRssMB, 0)} MB before any session); store reads in the last pass ${m.lastPassStoreReads}, non-200 ${m.failed}.`
+  );
+}
+
+function report(meta: Record<string, unknown>, summaries: StackSummary[], goals: Goal[], storm: LoginStorm | null, failed: { id: string; error: string }[]) {
+  const by = new Map(summaries.map((s) => [s.id, s]));
   const lines: string[] = [];
   lines.push(`# Session-stack benchmark, ${meta.date as string}`);
   lines.push('');
   if (meta.note) lines.push(`> **${meta.note as string}**`, '');
   lines.push(
-    `${meta.connections as number} connections, ${meta.warmupS as number} s warm-up + ${meta.durationS as number} s measured per run, every stack twice in ABBA order; ` +
+    `${meta.connections as number} connections, ${meta.warmupS as number} s warm-up + ${meta.durationS as number} s measured per run, ` +
+      `${meta.rounds as number} ABBA rounds per stack (medians); ` +
       `one private redis-server (${meta.redis as string}), flushed before every run. Node ${meta.node as string}, ${meta.cpus as string}; ` +
       `load average ${meta.loadStart as string} at start, ${meta.loadEnd as string} at the end. svc at ${meta.git as string}` +
       `${Object.keys(meta.svcEnv as object).length ? `, with ${Object.entries(meta.svcEnv as object).map(([k, v]) => `${k}=${String(v)}`).join(' ')}` : ''}.`,
   );
+  if (meta.pinned) lines.push('', `Pinned: every server on CPU ${SERVER_CPUS}; autocannon (in the bench process) and redis-server on CPU ${LOADER_CPUS} (\`taskset\`).`);
+  if (meta.run) lines.push('', `Run ${meta.run as string}.`);
   const shared = sharedNodeFlags();
   if (shared.length) lines.push('', `Every Node stack runs with \`${shared.join(' ')}\`, as svc's \`npm start\` does (bench/stacks.ts, \`sharedNodeFlags\`).`);
   lines.push('');
-  lines.push('| stack | req/s (mean) | run 1 / run 2 | p50 ms | p99 ms | peak RSS MB (idle) | store cmds/req | errors + non-2xx |');
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+  lines.push('| stack | req/s (median) | each round | p50 ms | p99 ms | server CPU µs/req | peak RSS MB (idle) | store cmds/req | errors + non-2xx |');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const s of summaries) {
     lines.push(
-      `| ${s.label} | ${fmt(s.reqPerSec, 0)} | ${s.reqPerSecRuns.join(' / ')} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.peakRssMB, 0)} (${fmt(s.idleRssMB, 0)}) | ${fmt(s.commandsPerRequest)} | ${s.failures} |`,
+      `| ${s.label} | ${fmt(s.reqPerSec, 0)} | ${s.reqPerSecRuns.join(' / ')} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.cpuUsPerRequest, 1)} | ${fmt(s.peakRssMB, 0)} (${fmt(s.idleRssMB, 0)}) | ${fmt(s.commandsPerRequest)} | ${s.failures} |`,
     );
   }
-  for (const f of failed) lines.push(`| ${f.id} | not measured: ${f.error.split('\n')[0]!.slice(0, 120)} | | | | | | |`);
+  for (const f of failed) lines.push(`| ${f.id} | not measured: ${f.error.split('\n')[0]!.slice(0, 120)} | | | | | | | |`);
   lines.push('');
   lines.push('Store commands per request, by command (`INFO commandstats` delta / responses):');
   lines.push('');
@@ -340,41 +448,10 @@ function report(meta: Record<string, unknown>, summaries: StackSummary[], storm:
     lines.push(`- ${s.label}: ${parts.length ? parts.join(', ') : 'none'}`);
   }
   lines.push('');
-  if (svc) {
-    const goals: [string, number, string, (x: number) => boolean][] = [
-      ['svc / express-session (req/s)', ratio(svc.reqPerSec, by.get('express')?.reqPerSec), '>= 4', (x) => x >= 4],
-      ['svc / @fastify/session (req/s)', ratio(svc.reqPerSec, by.get('fastify')?.reqPerSec), '>= 2', (x) => x >= 2],
-      ['svc / better-auth (req/s)', ratio(svc.reqPerSec, by.get('better-auth')?.reqPerSec), '>= 1.5', (x) => x >= 1.5],
-      ['svc / better-auth updateAge 0 (req/s)', ratio(svc.reqPerSec, by.get('better-auth-slide')?.reqPerSec), '(>= 1.5)', (x) => x >= 1.5],
-      ['svc / lean (req/s)', ratio(svc.reqPerSec, by.get('lean')?.reqPerSec), '>= 0.9', (x) => x >= 0.9],
-      ['p99 svc / lean', ratio(svc.p99, by.get('lean')?.p99), '<= 1.2', (x) => x <= 1.2],
-      ['svc / bare Hono (req/s)', ratio(svc.reqPerSec, by.get('bare')?.reqPerSec), '-', () => true],
-      ['svc store commands per request', svc.commandsPerRequest, '= 1', (x) => Math.abs(x - 1) < 0.01],
-      ['svc peak RSS MB (session runs)', svc.peakRssMB ?? NaN, '< 150', (x) => x < 150],
-    ];
-    const plugin = by.get('svc-plugin');
-    if (plugin) {
-      goals.push(
-        ['svc plugin route / lean (req/s)', ratio(plugin.reqPerSec, by.get('lean')?.reqPerSec), '>= 0.9', (x) => x >= 0.9],
-        ['p99 svc plugin route / lean', ratio(plugin.p99, by.get('lean')?.p99), '<= 1.2', (x) => x <= 1.2],
-        ['svc plugin route store commands per request', plugin.commandsPerRequest, '= 1', (x) => Math.abs(x - 1) < 0.01],
-      );
-    }
-    const cached = by.get('svc-cache');
-    if (cached) {
-      goals.push(
-        ['svc (localCache) / lean (req/s)', ratio(cached.reqPerSec, by.get('lean')?.reqPerSec), '>= 1.5', (x) => x >= 1.5],
-        ['p99 svc (localCache) / lean', ratio(cached.p99, by.get('lean')?.p99), '<= 1', (x) => x <= 1],
-        ['svc (localCache) store commands per request', cached.commandsPerRequest, '< 0.01', (x) => x < 0.01],
-      );
-    }
-    if (storm) goals.push(['svc session p99 ms during the logins', storm.during.p99, '<= 50', (x) => x <= 50]);
+  if (goals.length) {
     lines.push('| measure | value | goal | |');
     lines.push('|---|---:|---|---|');
-    for (const [name, value, goal, met] of goals) {
-      if (!Number.isFinite(value)) continue;
-      lines.push(`| ${name} | ${fmt(value)} | ${goal} | ${goal === '-' ? '' : met(value) ? 'met' : 'missed'} |`);
-    }
+    for (const g of goals) lines.push(goalRow(g));
     lines.push('');
   }
   if (storm) {
@@ -395,14 +472,78 @@ function report(meta: Record<string, unknown>, summaries: StackSummary[], storm:
   return lines.join('\n');
 }
 
+/** Across `--runs`: each stack's req/s per run and its spread, each goal per run and whether every run met it. */
+function runsReport(outcomes: RunOutcome[], memory: MemoryResult | null, memoryError: string | null): string {
+  const lines: string[] = [];
+  lines.push(`# ${outcomes.length} full run${outcomes.length === 1 ? '' : 's'}, ${new Date().toISOString()}`, '');
+  lines.push(`Results: ${outcomes.map((o) => `\`${path.relative(PROJECT_DIR, o.file)}.md\``).join(', ')}.${PINNED ? ' Pinned (servers on CPU 0, autocannon and redis-server on CPU 1).' : ''}`, '');
+  if (outcomes.length > 1) {
+    const ids = [...new Set(outcomes.flatMap((o) => o.summaries.map((s) => s.id)))];
+    const head = outcomes.map((_, i) => `run ${i + 1}`);
+    lines.push(`| stack | req/s ${head.join(' | ')} | spread (max/min - 1) | goal | | CPU µs/req ${head.join(' | ')} |`);
+    lines.push(`|---|${head.map(() => '---:').join('|')}|---:|---|---|${head.map(() => '---:').join('|')}|`);
+    for (const id of ids) {
+      const per = outcomes.map((o) => o.summaries.find((s) => s.id === id));
+      const rps = per.map((s) => s?.reqPerSec ?? NaN);
+      const spread = Math.max(...rps) / Math.min(...rps) - 1;
+      lines.push(
+        `| ${per.find(Boolean)!.label} | ${rps.map((x) => fmt(x, 0)).join(' | ')} | ${fmt(spread * 100, 1)}% | <= 10% | ${spread <= 0.1 ? 'met' : 'missed'} | ` +
+          `${per.map((s) => fmt(s?.cpuUsPerRequest, 1)).join(' | ')} |`,
+      );
+    }
+    lines.push('');
+  }
+  const names = [...new Set(outcomes.flatMap((o) => o.goals.map((g) => g.name)))];
+  if (names.length) {
+    const head = outcomes.map((_, i) => `run ${i + 1}`);
+    lines.push(`| measure | ${head.join(' | ')} | goal | in every run |`);
+    lines.push(`|---|${head.map(() => '---:').join('|')}|---|---|`);
+    for (const name of names) {
+      const per = outcomes.map((o) => o.goals.find((g) => g.name === name));
+      const first = per.find(Boolean)!;
+      const met = first.met === null ? null : per.every((g) => g?.met === true);
+      lines.push(goalRow({ ...first, met }, per.map((g) => fmt(g?.value))));
+    }
+    lines.push('');
+  }
+  if (memory) lines.push(memoryLine(memory), '');
+  if (memoryError) lines.push(`**Memory:** not measured: ${memoryError}`, '');
+  return lines.join('\n');
+}
+
+/** bench/session-cache-memory.ts as a child (on every CPU: it is a memory figure), its `result` line parsed. */
+async function measureMemory(): Promise<MemoryResult> {
+  const child = startChild({
+    name: 'session-cache-memory',
+    argv: ['node', 'bench/session-cache-memory.ts'],
+    env: baseEnv(),
+    ...(PINNED ? { cpus: `0-${os.cpus().length - 1}` } : {}),
+  });
+  const code = await new Promise<number | null>((resolve) => child.process.once('exit', (c) => resolve(c)));
+  const line = child.output().split('\n').find((l) => l.startsWith('result '));
+  if (code !== 0 || !line) throw new Error(`bench/session-cache-memory.ts exited ${code}: ${child.output().slice(-2000)}`);
+  return JSON.parse(line.slice('result '.length)) as MemoryResult;
+}
+
 // ---------------------------------------------------------------------------------------------
 
-async function main() {
+interface RunOutcome {
+  summaries: StackSummary[];
+  goals: Goal[];
+  /** Results file, without .md / .json. */
+  file: string;
+  failed: boolean;
+}
+
+async function runOnce(runNumber: number): Promise<RunOutcome> {
   const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');
-  const stacks = STACKS.filter((s) => !only || only.has(s.id));
+  const runBegan = performance.now();
+  // --svc-b: that checkout measured right after svc.
+  const all = opts['svc-b'] ? STACKS.flatMap((s) => (s.id === 'svc' ? [s, svcB] : [s])) : STACKS;
+  const stacks = all.filter((s) => !only || only.has(s.id) || s.id === 'svc-b');
   if (stacks.length === 0) throw new Error(`--only matched no stack (ids: ${STACKS.map((s) => s.id).join(', ')})`);
-  const estimate = stacks.length * 2 * (WARMUP + DURATION + 1.5) + (LOGINS > 0 ? 12 : 0) + 20;
-  log(`stacks: ${stacks.map((s) => s.id).join(', ')}; about ${Math.ceil(estimate / 60)} min`);
+  const estimate = stacks.length * ROUNDS * (WARMUP + DURATION + 1.5) + (LOGINS > 0 ? 12 : 0) + 20;
+  log(`${RUNS > 1 ? `run ${runNumber}/${RUNS}: ` : ''}stacks: ${stacks.map((s) => s.id).join(', ')}; ${ROUNDS} rounds; about ${Math.ceil(estimate / 60)} min`);
 
   const redisPort = await freePort();
   const redisChild = startRedisServer(redisPort);
@@ -420,7 +561,9 @@ async function main() {
     ],
     tempDirs: [],
     svcDir: path.resolve(opts['svc-dir'] ?? PROJECT_DIR),
+    ...(opts['svc-b'] ? { svcBDir: path.resolve(opts['svc-b']) } : {}),
     svcEnv: Object.fromEntries((opts['svc-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+    ...(PINNED ? { serverCpus: SERVER_CPUS } : {}),
   };
 
   // Start every stack (in parallel); a stack that cannot start is reported, the others still run.
@@ -443,21 +586,22 @@ async function main() {
   log(`started: ${[...running.keys()].join(', ')}`);
 
   const order = stacks.filter((s) => running.has(s.id));
-  const sequence = [...order, ...[...order].reverse()];
+  // ABBA: odd rounds forwards, even rounds backwards.
+  const sequence = Array.from({ length: ROUNDS }, (_, i) => (i % 2 === 0 ? order : [...order].reverse())).flat();
   const runs: RunResult[] = [];
-  const seen = new Set<string>();
+  const rounds = new Map<string, number>();
   for (const [slot, stack] of sequence.entries()) {
-    const round = seen.has(stack.id) ? 2 : 1;
-    seen.add(stack.id);
+    const round = (rounds.get(stack.id) ?? 0) + 1;
+    rounds.set(stack.id, round);
     try {
       const r = await measure(stack, running.get(stack.id)!, redis, round, slot);
       runs.push(r);
       log(
-        `${stack.id.padEnd(18)} run ${round}: ${r.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${r.latencyMs.p50.toFixed(2)} ms  p99 ${r.latencyMs.p99.toFixed(2)} ms  ` +
-          `cmds/req ${r.commandsPerRequest.toFixed(2)}  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}  RSS ${fmt(r.peakRssMB, 0)} MB`,
+        `${stack.id.padEnd(18)} round ${round}: ${r.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${r.latencyMs.p50.toFixed(2)} ms  p99 ${r.latencyMs.p99.toFixed(2)} ms  ` +
+          `CPU ${fmt(r.cpuUsPerRequest, 1)} µs/req  cmds/req ${r.commandsPerRequest.toFixed(2)}  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}  RSS ${fmt(r.peakRssMB, 0)} MB`,
       );
     } catch (err) {
-      log(`${stack.id} run ${round} FAILED: ${(err as Error).message}`);
+      log(`${stack.id} round ${round} FAILED: ${(err as Error).message}`);
       if (!failed.some((f) => f.id === stack.id)) failed.push({ id: stack.id, error: (err as Error).message });
     }
     await sleep(500);
@@ -491,6 +635,8 @@ async function main() {
   const meta = {
     date: now.toISOString(),
     note: opts.note ?? null,
+    run: RUNS > 1 ? `${runNumber} of ${RUNS}` : null,
+    pinned: PINNED,
     node: process.version,
     cpus: `${os.cpus().length} x ${os.cpus()[0]?.model.trim() ?? '?'}`,
     memGB: round(os.totalmem() / 2 ** 30, 1),
@@ -502,15 +648,15 @@ async function main() {
     connections: CONNECTIONS,
     warmupS: WARMUP,
     durationS: DURATION,
+    rounds: ROUNDS,
     order: sequence.map((s) => s.id),
-    totalSeconds: round((performance.now() - began) / 1000, 0),
+    totalSeconds: round((performance.now() - runBegan) / 1000, 0),
   };
-  const markdown = report(meta, summaries, storm, failed);
+  const goals = goalsOf(summaries, storm);
+  const markdown = report(meta, summaries, goals, storm, failed);
   process.stdout.write(`\n${markdown}\n`);
 
-  const outDir = path.resolve(PROJECT_DIR, opts.out ?? 'bench/results');
-  mkdirSync(outDir, { recursive: true });
-  const base = path.join(outDir, now.toISOString().slice(0, 19).replace(/:/g, '-'));
+  const base = path.join(OUT_DIR, now.toISOString().slice(0, 19).replace(/:/g, '-'));
   const rounded = (r: RunResult) => ({
     ...r,
     reqPerSec: round(r.reqPerSec, 1),
@@ -518,10 +664,21 @@ async function main() {
     latencyMs: Object.fromEntries(Object.entries(r.latencyMs).map(([k, v]) => [k, round(v, 3)])),
     commandsPerRequest: round(r.commandsPerRequest, 4),
     peakRssMB: r.peakRssMB === null ? null : round(r.peakRssMB, 1),
+    cpuUsPerRequest: round(r.cpuUsPerRequest, 2),
   });
   const json = {
     meta,
-    summary: summaries.map((s) => ({ ...s, reqPerSec: round(s.reqPerSec, 1), p50: round(s.p50, 3), p99: round(s.p99, 3), peakRssMB: s.peakRssMB === null ? null : round(s.peakRssMB, 1), idleRssMB: s.idleRssMB == null ? null : round(s.idleRssMB, 1), commandsPerRequest: round(s.commandsPerRequest, 4) })),
+    summary: summaries.map((s) => ({
+      ...s,
+      reqPerSec: round(s.reqPerSec, 1),
+      p50: round(s.p50, 3),
+      p99: round(s.p99, 3),
+      cpuUsPerRequest: round(s.cpuUsPerRequest, 2),
+      peakRssMB: s.peakRssMB === null ? null : round(s.peakRssMB, 1),
+      idleRssMB: s.idleRssMB == null ? null : round(s.idleRssMB, 1),
+      commandsPerRequest: round(s.commandsPerRequest, 4),
+    })),
+    goals: goals.map((g) => ({ ...g, value: round(g.value, 3) })),
     runs: runs.map(rounded),
     loginStorm: storm,
     failed,
@@ -530,7 +687,51 @@ async function main() {
   writeFileSync(`${base}.json`, `${JSON.stringify(json, null, 1)}\n`);
   log(`wrote ${path.relative(PROJECT_DIR, base)}.md and .json in ${meta.totalSeconds} s`);
   if (profDir) log(`CPU profiles in ${profDir}`);
-  if (failed.length) process.exitCode = 1;
+  return { summaries, goals, file: base, failed: failed.length > 0 };
+}
+
+const OUT_DIR = path.resolve(PROJECT_DIR, opts.out ?? 'bench/results');
+
+/**
+ * svc's dist/ built now when stale (bin/build.js), before anything is pinned or timed: `npm start` would
+ * build it itself, but on one pinned CPU beside the others' start-up that outlasts the health wait.
+ */
+function ensureBuilt(dir: string): void {
+  const build = pathToFileURL(path.join(dir, 'bin', 'build.js')).href;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `const { build } = await import(${JSON.stringify(build)}); await build();`], { cwd: dir, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error(`building svc's dist/ in ${dir} failed`);
+}
+
+async function main() {
+  for (const dir of new Set([path.resolve(opts['svc-dir'] ?? PROJECT_DIR), ...(opts['svc-b'] ? [path.resolve(opts['svc-b'])] : [])])) ensureBuilt(dir);
+  if (PINNED) {
+    if (os.cpus().length < 2) throw new Error('--pinned needs at least 2 CPUs');
+    // From here on, this process (autocannon) and all it starts (redis-server) run on CPU 1; the servers are started on CPU 0.
+    pinSelf(LOADER_CPUS);
+    log(`pinned: servers on CPU ${SERVER_CPUS}, autocannon and redis-server on CPU ${LOADER_CPUS}`);
+  }
+  mkdirSync(OUT_DIR, { recursive: true });
+  const outcomes: RunOutcome[] = [];
+  for (let i = 1; i <= RUNS; i++) outcomes.push(await runOnce(i));
+  let memory: MemoryResult | null = null;
+  let memoryError: string | null = null;
+  if (MEMORY) {
+    log('memory: 100,000 cached sessions (bench/session-cache-memory.ts)');
+    try {
+      memory = await measureMemory();
+    } catch (err) {
+      memoryError = (err as Error).message.split('\n')[0]!;
+      log(`memory FAILED: ${(err as Error).message}`);
+    }
+  }
+  if (RUNS > 1 || MEMORY) {
+    const summary = runsReport(outcomes, memory, memoryError);
+    process.stdout.write(`\n${summary}\n`);
+    const file = `${outcomes[outcomes.length - 1]!.file}-summary.md`;
+    writeFileSync(file, `${summary}\n`);
+    log(`wrote ${path.relative(PROJECT_DIR, file)} (${((performance.now() - began) / 60_000).toFixed(1)} min in all)`);
+  }
+  if (outcomes.some((o) => o.failed) || memoryError) process.exitCode = 1;
 }
 
 main().then(

@@ -105,6 +105,9 @@ try {
   console.log(`| pass | seconds | non-200 | GET+GETEX to Redis | RSS MB after | peak RSS MB |${live ? ' live MB after a full GC |' : ''}`);
   console.log(`|---:|---:|---:|---:|---:|---:|${live ? '---:|' : ''}`);
   for (const r of results) console.log(`| ${r.pass} | ${r.seconds.toFixed(1)} | ${r.failed} | ${r.storeReads} | ${r.rssMB.toFixed(0)} | ${r.peakMB.toFixed(0)} |${live ? ` ${r.liveMB.toFixed(1)} |` : ''}`);
+  // One line for `npm run bench` (which runs this script for its memory line) to read.
+  const last = results[results.length - 1]!;
+  console.log(`result ${JSON.stringify({ sessions: SESSIONS, idleRssMB: idleRss, rssMB: last.rssMB, peakRssMB: Math.max(...results.map((r) => r.peakMB)), lastPassStoreReads: last.storeReads, failed: results.reduce((a, r) => a + r.failed, 0) })}`);
   await agent.close();
   redis.disconnect();
 } finally {

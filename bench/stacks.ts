@@ -16,8 +16,12 @@ export interface StackContext {
   tempDirs: string[];
   /** The svc checkout to start (`src/server.ts` in it): this one unless `--svc-dir` says otherwise. */
   svcDir: string;
+  /** `--svc-b DIR`: another svc checkout, measured in the same run as `svc-b` (before/after a change, side by side). */
+  svcBDir?: string;
   /** Extra environment for svc (`--svc-env K=V`), e.g. UV_THREADPOOL_SIZE. */
   svcEnv: Record<string, string>;
+  /** `--pinned`: the CPUs every server runs on (`taskset -c`); unset, the kernel places them. */
+  serverCpus?: string;
 }
 
 export interface RunningStack {
@@ -90,6 +94,7 @@ async function startPeer(ctx: StackContext, id: string, file: string, env: Recor
   const child = startChild({
     name: id,
     argv: ['node', ...sharedNodeFlags(), ...ctx.nodeFlags(id), path.join(PEERS, file)],
+    ...(ctx.serverCpus ? { cpus: ctx.serverCpus } : {}),
     env: { ...baseEnv(), PORT: String(port), REDIS_URL: ctx.redisUrl, ...env },
   });
   const url = `http://127.0.0.1:${port}`;
@@ -132,6 +137,7 @@ function svcStack(
   auth: { session: Record<string, unknown>; store?: { keyPrefix: string } },
   what: string,
   route: { path: string; plugin?: boolean } = { path: '/auth/session' },
+  dirOf: (ctx: StackContext) => string = (ctx) => ctx.svcDir,
 ): Stack {
   return {
     id,
@@ -148,12 +154,13 @@ function svcStack(
       mkdirSync(appRoot, { recursive: true });
       // trustProxy: the login storm speaks for many clients through X-Forwarded-For (per-IP login limits).
       writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false }, ...auth }, server: { trustProxy: 1 } }));
-      if (route.plugin) writeBenchPlugin(appRoot, ctx.svcDir);
+      if (route.plugin) writeBenchPlugin(appRoot, dirOf(ctx));
       const port = await freePort();
       const child = startChild({
         name: id,
         argv: ['node-js', ...npmStartFlags(), ...ctx.nodeFlags(id), 'bin/start.js'],
-        cwd: ctx.svcDir,
+        cwd: dirOf(ctx),
+        ...(ctx.serverCpus ? { cpus: ctx.serverCpus } : {}),
         env: {
           ...baseEnv(),
           HOST: '127.0.0.1',
@@ -177,6 +184,11 @@ function svcStack(
 }
 
 const svc = svcStack('svc', 'svc', { session: {} }, 'the default: sliding TTL, one GETEX per request');
+// `--svc-b DIR`: the default settings, from another checkout.
+export const svcB = svcStack('svc-b', 'svc (--svc-b)', { session: {} }, 'the default settings, from the checkout given as `--svc-b`', undefined, (ctx) => {
+  if (!ctx.svcBDir) throw new Error('svc-b needs --svc-b DIR');
+  return ctx.svcBDir;
+});
 // Its own key prefix: with the default one, Redis would announce every GETEX of the `svc` stack's runs to
 // this process (it tracks the session prefix), which then took a fifth of a core from the stack measured.
 const svcCached = svcStack(
@@ -245,6 +257,16 @@ const lean: Stack = {
   check: (body) => isObject(body) && typeof body.userId === 'string',
 };
 
+// The same route with ioredis' `enableAutoPipelining`: the GETEXes of one turn of the event loop go to
+// Redis as one write. The reference of issue 40's goals.
+const leanPipelined: Stack = {
+  ...lean,
+  id: 'lean-pipelined',
+  label: 'lean + auto-pipelining',
+  description: 'bench/peers/lean.ts with `LEAN_PIPELINING=1`: the lean route, its ioredis client with `enableAutoPipelining: true`; one `GETEX` per request.',
+  start: (ctx) => startPeer(ctx, 'lean-pipelined', 'lean.ts', { LEAN_PIPELINING: '1' }),
+};
+
 const bare: Stack = {
   id: 'bare',
   label: 'bare Hono (no auth)',
@@ -265,5 +287,9 @@ export const STACKS: Stack[] = [
   betterAuth('better-auth', 'better-auth', undefined, 'Its default `updateAge` (1 day): within a run the session is only read, its expiry does not move.'),
   betterAuth('better-auth-slide', 'better-auth (updateAge 0)', '0', '`session.updateAge: 0`: every request slides the expiry (rewrites the session and its user index).'),
   lean,
+  leanPipelined,
   bare,
 ];
+
+/** What `--pinned` measures unless `--only` says otherwise: the stacks of issue 40's goals. */
+export const PINNED_STACKS = ['svc', 'svc-cache', 'lean-pipelined', 'lean', 'bare'];

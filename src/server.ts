@@ -120,7 +120,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
 
     /**
      * The answers finished during one turn of the event loop go to their sockets together, once the
-     * turn's I/O callbacks have run (`setImmediate`), as answers that waited for Redis already do. Under
+     * turn's I/O callbacks have run (`setImmediate`), as the store batches its commands to Redis. Under
      * load, one read of the sockets brings many requests: parsed and answered one after the other, then
      * written one after the other, each phase stays warm in the CPU's caches, and the clients are woken
      * once per batch rather than once per answer. Measured on GET /auth/session with the local cache (its

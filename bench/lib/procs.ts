@@ -1,7 +1,7 @@
 // Child processes of the bench: started on free loopback ports, tracked, and killed when the bench
 // exits or is interrupted. Each Node child also preloads die-with-parent.mjs, and redis-server runs
 // under guard.ts, so nothing outlives a bench that was SIGKILLed.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -63,6 +63,8 @@ export interface StartOptions {
   argv: string[];
   env: Record<string, string>;
   cwd?: string;
+  /** CPUs to run on (`taskset -c <cpus>`, e.g. "0"); the process and every thread it makes stay there. */
+  cpus?: string;
 }
 
 /**
@@ -82,7 +84,9 @@ export function startChild(opts: StartOptions): Child {
   if (!program) throw new Error('startChild: empty argv');
   const command = program === 'node' || program === 'node-js' ? process.execPath : program;
   const fullArgs = program === 'node' ? ['--import', 'tsx', '--import', DIE_WITH_PARENT, ...args] : program === 'node-js' ? ['--import', DIE_WITH_PARENT, ...args] : args;
-  const child = spawn(command, fullArgs, { cwd: opts.cwd ?? PROJECT_DIR, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // taskset execs the program: the pid is the program's own.
+  const [file, argv] = opts.cpus ? ['taskset', ['-c', opts.cpus, command, ...fullArgs]] : [command, fullArgs];
+  const child = spawn(file, argv, { cwd: opts.cwd ?? PROJECT_DIR, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   let out = '';
   const keep = (d: Buffer) => {
@@ -160,3 +164,27 @@ export const peakRss = (pid: number) => procStatus(pid, 'VmHWM');
 
 /** Current resident set size in bytes (VmRSS). */
 export const currentRss = (pid: number) => procStatus(pid, 'VmRSS');
+
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ: 100 on Linux everywhere in practice). */
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+
+/** CPU seconds (user + system, all threads) a process has used so far, or null when it is gone. */
+export function cpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) in parentheses: utime is the 14th field, stime the 15th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Pins this process, every thread it has and every child it starts from now on (unless told otherwise)
+ * to `cpus` (`taskset -a -p -c`). Throws when taskset fails.
+ */
+export function pinSelf(cpus: string): void {
+  const r = spawnSync('taskset', ['-a', '-p', '-c', cpus, String(process.pid)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`taskset -a -p -c ${cpus} ${process.pid} failed: ${r.error?.message ?? r.stderr}`);
+}

@@ -51,6 +51,14 @@ export function percentiles(values: Float64Array): Percentiles {
 
 export const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
+/** The middle value (the mean of the two middle ones for an even count); NaNs left out. */
+export function median(xs: number[]): number {
+  const sorted = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /** `INFO commandstats` -> calls per command (lower-case, e.g. `getex`, `expire`). */
 export function parseCommandStats(info: string): Record<string, number> {
   const calls: Record<string, number> = {};

@@ -1,6 +1,8 @@
 // The lean reference: what a minimal correct session check costs on the same stack as svc (Hono,
 // @hono/node-server, ioredis). The cookie holds 32 random bytes (base64url); the store key is their
 // SHA-256, as in svc; ONE `GETEX key EX ttl` per request reads the record and slides its TTL.
+// With LEAN_PIPELINING=1 (the `lean-pipelined` stack) ioredis runs with `enableAutoPipelining: true`: the
+// one option a user of this route would turn on, so the practical limit of "one GETEX a request".
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
@@ -10,7 +12,7 @@ import { benchUser, HOST, PORT, REDIS_URL, TTL } from './common.ts';
 
 const COOKIE = 'sid';
 const ID = /^[A-Za-z0-9_-]{43}$/;
-const redis = new Redis(REDIS_URL, { lazyConnect: true });
+const redis = new Redis(REDIS_URL, { lazyConnect: true, enableAutoPipelining: process.env.LEAN_PIPELINING === '1' });
 await redis.connect();
 
 const key = (id: string) => `lean:session:${createHash('sha256').update(id).digest('hex')}`;

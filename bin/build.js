@@ -112,7 +112,8 @@ export async function build({ force = false } = {}) {
     const sourcesAt = newestSource();
     const next = `${dist}.next-${process.pid}`;
     const old = `${dist}.old-${process.pid}`;
-    rmSync(next, { recursive: true, force: true });
+    // Folders of a builder killed mid-build (the lock says no builder is at work now): 60 MB each.
+    for (const name of readdirSync(root)) if (/^dist\.(next|old)-\d+$/.test(name)) rmSync(path.join(root, name), { recursive: true, force: true });
     const result = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--outDir', next], { stdio: 'inherit', cwd: root });
     if (result.status !== 0) {
       rmSync(next, { recursive: true, force: true });

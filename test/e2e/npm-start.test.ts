@@ -129,10 +129,13 @@ describe('npm start runs compiled JavaScript', () => {
     await stop(run);
   }, 120_000);
 
-  it('dist/ missing its build stamp (or older than the sources): npm start builds first', async () => {
+  it('dist/ missing its build stamp (or older than the sources): npm start builds first, clearing what a killed build left', async () => {
     rmSync(path.join(PROJECT_DIR, 'dist', '.built'), { force: true });
+    // A builder killed mid-build leaves its folders (the lock is gone with its pid): the next build removes them.
+    for (const left of ['dist.next-999999', 'dist.old-999998']) mkdirSync(path.join(PROJECT_DIR, left, 'src'), { recursive: true });
     const run = await startHealthy(tempDir('svc-app-'));
     expect(run.output()).toContain('building dist/');
+    expect(readdirSync(PROJECT_DIR).filter((name) => /^dist\./.test(name))).toEqual([]);
     await stop(run);
   }, 180_000);
 });

@@ -24,7 +24,9 @@ interface Group {
  * after a server disconnect). `whole`: close the connection too, with every namespace on it.
  */
 function close(socket: Socket, code: EndCode, whole = true): void {
-  socket.emit('sessionEnded', { code });
+  // Written now, before the disconnect: with connection state recovery `socket.emit` goes through the
+  // adapter (Redis) first and would arrive after it. Not kept for recovery either: access is over.
+  socket.nsp.local.to(socket.id).emit('sessionEnded', { code });
   socket.disconnect(whole);
 }
 

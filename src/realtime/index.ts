@@ -12,6 +12,7 @@ import type { AuthUser, WorkSessionGuest } from '../http/env.ts';
 import { COMPOSITION_COLLECTION } from '../plugins/seeds.ts';
 import type { Store, Subscription } from '../store/store.ts';
 import { ConnectionRegistry, type CheckResult } from './connections.ts';
+import { RECOVERY_MS, Recovery, STREAM_MAX_LENGTH, type RecoveryRedis } from './recovery.ts';
 import { handshake, HandshakeError, namespacePlugin, type Caller } from './handshake.ts';
 
 /** What core puts in `socket.data`: the same identities HTTP handlers see as `c.get(...)`. */
@@ -93,6 +94,8 @@ export class Realtime {
   private readonly pending = new WeakMap<Socket, () => void>();
   /** The Redis connections of the cross-instance adapter (none on the embedded store, none before `attach`). */
   private adapterConnections?: AdapterConnection[];
+  /** Connection state recovery, with the cross-instance adapter only (the embedded store has none). */
+  private recovery?: Recovery;
 
   constructor(private readonly deps: { config: Config; logger: Logger; auth: Auth; db: Database; store: Store }) {
     const { config, logger, auth } = deps;
@@ -102,6 +105,10 @@ export class Realtime {
     this.io = new Server({
       path: SOCKET_PATH,
       serveClient: false, // frontends bundle socket.io-client
+      // A client that lost its connection (an instance restarting, a network blip) and is back within
+      // RECOVERY_MS gets its rooms and the events it missed, once its handshake has passed again
+      // (`skipMiddlewares: false`, and see recovery.ts: core restores, after authenticating).
+      ...(deps.store.dedicatedConnection ? { connectionStateRecovery: { maxDisconnectionDuration: RECOVERY_MS, skipMiddlewares: false } } : {}),
       ...(config.env.frontendUrls.length ? { cors: { origin: config.env.frontendUrls, credentials: true } } : {}),
     });
     // Every namespace, the main one and those plugins create, admits only authenticated sockets.
@@ -121,7 +128,10 @@ export class Realtime {
     // Rooms and broadcasts across instances, set up only by a process that serves sockets (an app
     // used in-process, as the tests do, opens no connections for it).
     const connection = this.deps.store.dedicatedConnection?.() as AdapterConnection | undefined;
-    if (connection) this.adapterConnections = streamsAdapter(this.io, connection, this.deps.config.auth.store.keyPrefix, this.deps.logger);
+    if (connection) {
+      this.recovery = new Recovery(connection, this.deps.config.auth.store.keyPrefix, `${this.deps.config.auth.store.keyPrefix}socket.io`, this.deps.logger);
+      this.adapterConnections = streamsAdapter(this.io, connection, this.deps.config.auth.store.keyPrefix, this.deps.logger, this.recovery);
+    }
     this.subscription = await this.deps.store.subscribe(
       this.channel,
       (raw) => this.receive(raw),
@@ -139,15 +149,20 @@ export class Realtime {
   /** Closes every socket and stops listening to other instances (graceful shutdown). */
   async close(): Promise<void> {
     this.registry.clear();
+    // At once (the caller stops accepting connections meanwhile): clients see their transport close
+    // and reconnect, to another instance behind the load balancer, where they recover: each socket
+    // writes its session through the adapter's connection as it closes, so that one closes last.
+    (this.io.engine as { close(): void } | undefined)?.close();
     if (this.adapterConnections) {
       // Each namespace's adapter first (its heartbeat stops, its stream reader is told to end), then
       // the connections: a reader left running on a closed connection would retry in a tight loop.
       for (const nsp of this.io._nsps.values()) void nsp.adapter.close();
-      for (const conn of this.adapterConnections) conn.disconnect();
+      const [main, ...copies] = this.adapterConnections;
+      for (const conn of copies) conn.disconnect();
+      await this.recovery?.flush();
+      // QUIT after the sessions' writes queued on it (ioredis answers them first).
+      await main?.quit().catch(() => main.disconnect());
     }
-    // At once (the caller stops accepting connections meanwhile): clients see their transport close
-    // and reconnect, to another instance behind the load balancer.
-    (this.io.engine as { close(): void } | undefined)?.close();
     const subscription = this.subscription;
     this.subscription = undefined;
     await subscription?.unsubscribe().catch(() => {});
@@ -160,8 +175,17 @@ export class Realtime {
   private guard(nsp: Namespace): void {
     nsp.use((socket, next) => {
       this.admit(socket, Date.now()).then(
-        (onConnected) => {
-          this.pending.set(socket, onConnected);
+        async ({ owner, onConnected }) => {
+          // A reconnecting client's rooms and missed events, only now that it proved who it is.
+          const missed = await this.recovery?.restore(socket, owner).catch((err: unknown) => {
+            this.deps.logger.warn({ err: (err as Error).message }, 'realtime: cannot recover a connection; it starts fresh');
+            return undefined;
+          });
+          this.pending.set(socket, () => {
+            // As they were sent (each ends with its stream offset), on this socket only, not stored again.
+            for (const packet of missed ?? []) socket.nsp.local.to(socket.id).emit(...(packet as [string, ...unknown[]]));
+            onConnected();
+          });
           next();
         },
         (err: unknown) => {
@@ -179,8 +203,11 @@ export class Realtime {
     });
   }
 
-  /** Proves who the socket is; returns what to do once it is connected: rooms, tracking, `joinConfirmation`. */
-  private async admit(socket: Socket, startedAt: number): Promise<() => void> {
+  /**
+   * Proves who the socket is; returns its owner (core's room for the caller) and what to do once it is
+   * connected: rooms, tracking, `joinConfirmation`.
+   */
+  private async admit(socket: Socket, startedAt: number): Promise<{ owner: string; onConnected: () => void }> {
     const caller = await this.identify(socket);
     if (caller.kind === 'session') {
       const { session } = caller;
@@ -192,10 +219,12 @@ export class Realtime {
         // An admin tag removed or added applies to the sockets too (as to the next request).
         return { valid: true, until: Date.now() + live.left, refresh: (s) => ((s.data = { authUser: { userId, isAdmin, provider } }), true) };
       };
-      return () => {
-        socket.join(rooms.user(session.userId));
+      const owner = rooms.user(session.userId);
+      const onConnected = () => {
+        socket.join(owner);
         this.registry.add(`session:${session.hash}`, socket, check, session.expiresAt, startedAt);
       };
+      return { owner, onConnected };
     }
     const doc = caller.workSession;
     socket.data = { workSession: guestOf(doc) } satisfies SocketData;
@@ -214,12 +243,14 @@ export class Realtime {
         },
       };
     };
-    return () => {
-      socket.join(rooms.workSession(doc._id));
+    const owner = rooms.workSession(doc._id);
+    const onConnected = () => {
+      socket.join(owner);
       this.registry.add(`work-session:${hashWorkSessionId(doc._id)}`, socket, check, expiryOf(doc), startedAt);
       // SPEC.md "Events": the guest's work session and the composition it opens.
       if (composition !== undefined) socket.emit('joinConfirmation', { workSessionId: doc._id, composition });
     };
+    return { owner, onConnected };
   }
 
   private async composition(id: string | null | undefined): Promise<Doc | null> {
@@ -260,9 +291,10 @@ export class Realtime {
 }
 
 /** What svc needs of an ioredis client or Cluster here: the adapter makes its own copies of it. */
-interface AdapterConnection {
+interface AdapterConnection extends RecoveryRedis {
   duplicate(...args: unknown[]): AdapterConnection;
   disconnect(): void;
+  quit(): Promise<unknown>;
   on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
@@ -273,7 +305,7 @@ interface AdapterConnection {
  * lost); it works on one Redis, Sentinel and a Cluster (one stream key, one node).
  * Returns every connection it uses, for `close` (the adapter duplicates the one it is given).
  */
-function streamsAdapter(io: RealtimeServer, connection: AdapterConnection, keyPrefix: string, logger: Logger): AdapterConnection[] {
+function streamsAdapter(io: RealtimeServer, connection: AdapterConnection, keyPrefix: string, logger: Logger, recovery: Recovery): AdapterConnection[] {
   // ioredis reconnects by itself; the store's own connection already reports an outage, so once is enough here.
   let reported = false;
   connection.on('error', (err) => {
@@ -287,7 +319,11 @@ function streamsAdapter(io: RealtimeServer, connection: AdapterConnection, keyPr
     connections.push(copy);
     return copy;
   };
-  io.adapter(createAdapter(connection, { streamName: `${keyPrefix}socket.io`, sessionKeyPrefix: `${keyPrefix}socket.io-session:`, blockTimeInMs: 5000 }));
+  const adapterOf = createAdapter(connection, { streamName: `${keyPrefix}socket.io`, sessionKeyPrefix: `${keyPrefix}socket.io-session:`, maxLen: STREAM_MAX_LENGTH, blockTimeInMs: 5000 });
+  // socket.io calls it with `new` (a function, not an arrow); what it returns is the adapter.
+  io.adapter(function (nsp: Namespace) {
+    return recovery.wrap(adapterOf(nsp));
+  });
   return connections;
 }
 

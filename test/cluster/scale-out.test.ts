@@ -5,8 +5,10 @@
 // replicated: WAIT) and, once a replica has taken over, the session still works.
 
 import { createHash, randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
+import { io } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../src/store/redis.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
@@ -44,6 +46,8 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
     let topology: Topology;
     let a: TestApp;
     let b: TestApp;
+    /** The HTTP server each instance's socket.io attaches to (listening only where a test connects). */
+    const http = new Map<TestApp, Server>();
     const keyPrefix = `svctest:${randomUUID().slice(0, 8)}:auth:`;
     // Started when this suite runs (the other topology is stopped by then): never at collection.
     beforeAll(async () => {
@@ -52,9 +56,11 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
       const config = { auth: { store: { keyPrefix }, session: { localCache: true } } };
       // Two instances of one app: same store, same prefix; each its own process state.
       [a, b] = [await createTestApp({ redisUrl: topology.url, config }), await createTestApp({ redisUrl: topology.url, config })];
+      for (const t of [a, b]) http.set(t, createServer());
     }, 120_000);
     afterAll(async () => {
       await Promise.allSettled([a?.close(), b?.close()]);
+      for (const server of http.values()) server.close();
       await stopAll();
     });
 
@@ -106,7 +112,7 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
 
     it('realtime spans the instances: a server-side emit on one reaches the other (socket.io Redis Streams adapter on this topology)', async () => {
       // As a serving process does (the adapter is set up when socket.io attaches to the HTTP server).
-      for (const t of [a, b]) await t.instance.realtime.attach(createServer());
+      for (const t of [a, b]) await t.instance.realtime.attach(http.get(t)!);
       const got = new Promise<unknown>((resolve) => b.instance.realtime.io.on('scaleOutPing', resolve));
       // The adapter's reader starts with the instance; emit until B has heard one (its first XREAD may still be on its way).
       let heard: unknown;
@@ -117,6 +123,28 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
         return heard !== undefined;
       });
       expect(heard).toEqual({ from: 'a' });
+    });
+
+    it('connection state recovery on this topology: a dropped socket reconnects with what was emitted meanwhile, on the other instance', async () => {
+      const { email, id } = await a.createUser({ password: PASSWORD });
+      const c = await login(a, email);
+      const server = http.get(a)!;
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const socket = io(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { path: '/socket.io', reconnection: false, forceNew: true, extraHeaders: { cookie: `sid_app=${c.cookies.get('sid_app')}` } });
+      try {
+        await new Promise<void>((resolve, reject) => socket.once('connect', () => resolve()).once('connect_error', reject));
+        const gone = new Promise((resolve) => socket.once('disconnect', resolve));
+        a.instance.realtime.io.sockets.sockets.get(socket.id!)!.conn.close(); // a network blip
+        await gone;
+        const missed = new Promise((resolve) => socket.once('missed', resolve));
+        b.instance.realtime.io.to(`user:${id}`).emit('missed', { n: 1 });
+        socket.connect();
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        expect(socket.recovered).toBe(true);
+        expect(await missed).toEqual({ n: 1 });
+      } finally {
+        socket.close();
+      }
     });
 
     it('the login rate limit counts across instances: 5 wrong passwords, then 429 on either', async () => {

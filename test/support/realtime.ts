@@ -18,6 +18,8 @@ export interface InstanceOptions {
   appRoot?: string;
   config?: Record<string, unknown>;
   env?: Record<string, string>;
+  /** Receives the instance's log lines (JSON, level warn and up). */
+  logs?: string[];
 }
 
 /** A fresh app root holding `svc.config.json` (with the given config) and any extra files. */
@@ -48,7 +50,9 @@ export async function startInstance(opts: InstanceOptions = {}): Promise<Running
     ...(opts.mongoUrl ? { MONGODB_URL: opts.mongoUrl } : {}),
     ...opts.env,
   };
-  return startServer(env, createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'));
+  const logs = opts.logs;
+  const logger = logs ? createLogger('warn', { write: (line: string) => void logs.push(line) }) : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  return startServer(env, logger);
 }
 
 export type ClientOptions = Partial<ManagerOptions & SocketOptions> & { cookie?: string; namespace?: string };

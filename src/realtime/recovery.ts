@@ -1,0 +1,168 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Socket } from 'socket.io';
+import * as v from 'valibot';
+
+/** How long a dropped connection may come back and recover (socket.io's default, 2 minutes). */
+export const RECOVERY_MS = 2 * 60_000;
+/** The adapter's cap on its stream (its `maxLen` default), kept by the markers added here too. */
+export const STREAM_MAX_LENGTH = 10_000;
+
+/** What socket.io's adapter keeps of a disconnected socket (`persistSession` / `restoreSession`). */
+interface Session {
+  sid: string;
+  pid: string;
+  rooms: string[];
+  data: unknown;
+  missedPackets?: unknown[][];
+}
+
+/** The parts of socket.io's Redis Streams adapter that recovery wraps. */
+interface RecoverableAdapter {
+  persistSession(session: Session): void;
+  restoreSession(pid: string, offset: string): Promise<Session | null>;
+  onRawMessage?(raw: unknown, offset: string): void;
+}
+
+/** The adapter's own methods, before `wrap` replaced them. */
+interface Originals {
+  persist(session: Session): void;
+  restore(pid: string, offset: string): Promise<Session | null>;
+  /** The id of the last stream entry this namespace read: where a client that has no offset resumes. */
+  lastOffset?: string;
+  /** The marker entry being added when nothing was read yet (see `resumePoint`). */
+  marker?: Promise<string | undefined>;
+}
+
+/** What recovery needs of the adapter's Redis connection (ioredis client or Cluster). */
+export interface RecoveryRedis {
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string, px: 'PX', ms: number): Promise<unknown>;
+  xadd(key: string, ...args: (string | number)[]): Promise<string | null>;
+}
+
+/** Who owns a socket: `user:<id>` for a login, `work-session:<id>` for a guest (core's rooms). */
+type Owner = string;
+
+/** What a reconnecting client presents (socket.io-client sends both in `auth`, next to the app's own fields). */
+const claimSchema = v.object({
+  pid: v.optional(v.pipe(v.string(), v.maxLength(64))),
+  offset: v.optional(v.pipe(v.string(), v.regex(/^\d{1,20}-\d{1,20}$/))),
+});
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+/** The rooms core derives from the caller; a restored one must be the caller's own. */
+const CORE_ROOM = /^(user|work-session):/;
+
+/**
+ * Connection state recovery (socket.io's `connectionStateRecovery`) with a guard. socket.io restores a
+ * socket from the private id (`pid`) and offset its client presents, before any middleware runs: the
+ * rooms, `socket.data` and the packets missed meanwhile (written to the client at once). A leaked pid
+ * would then hand one user another's rooms and events. So socket.io never restores by itself here
+ * (`restoreSession` answers nothing); core's handshake middleware authenticates the caller exactly as
+ * a new connection, then calls `restore`, which keeps the session only when it belonged to the same
+ * caller: the same user (any of their sessions) or the same work session. Anything else, or a core
+ * room (`user:` / `work-session:`) that is not the caller's, and the socket starts fresh (logged at
+ * warn) and the session is put back for its owner. Rooms a plugin joined come back with the session,
+ * so only to the owner they were joined for.
+ *
+ * Store keys carry a hash of the pid, never the pid (a credential). A client that received no event
+ * yet has no offset (socket.io resumes after the last event received); it resumes from where its
+ * instance was in the stream when the socket closed (`<keyPrefix>socket.io-offset:<hash>`).
+ */
+export class Recovery {
+  private readonly originals = new WeakMap<object, Originals>();
+  /** Offsets being written; `flush` waits for them (and, on the same connection, the sessions before them). */
+  private readonly writing = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly redis: RecoveryRedis,
+    private readonly keyPrefix: string,
+    private readonly streamName: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Takes over one namespace's adapter (called for each adapter the factory makes). */
+  wrap<A extends object>(adapter: A): A {
+    const a = adapter as unknown as RecoverableAdapter;
+    const originals: Originals = { persist: a.persistSession.bind(a), restore: a.restoreSession.bind(a) };
+    this.originals.set(adapter, originals);
+    a.restoreSession = () => Promise.resolve(null); // socket.io's own restore, before authentication: never
+    a.persistSession = (session) => {
+      const key = sha256(session.pid);
+      originals.persist({ ...session, pid: key });
+      const write = this.resumePoint(originals)
+        .then((offset) => offset !== undefined && this.redis.set(this.offsetKey(key), offset, 'PX', RECOVERY_MS))
+        .catch(() => {});
+      this.writing.add(write);
+      void write.finally(() => this.writing.delete(write));
+    };
+    const onRawMessage = a.onRawMessage?.bind(a);
+    if (onRawMessage) {
+      a.onRawMessage = (raw, offset) => {
+        originals.lastOffset = offset;
+        onRawMessage(raw, offset);
+      };
+    }
+    return adapter;
+  }
+
+  /**
+   * For a socket whose handshake proved `owner`: restores the session its client presented (`auth.pid`,
+   * `auth.offset`) when it is the same owner's: joins its rooms, keeps the data a plugin put in
+   * `socket.data` (core's fields are the fresh ones) and returns the missed packets, to be sent once
+   * connected. Returns undefined when there is nothing to restore (the socket starts fresh).
+   */
+  async restore(socket: Socket, owner: Owner): Promise<unknown[][] | undefined> {
+    const originals = this.originals.get(socket.nsp.adapter);
+    const claim = v.safeParse(claimSchema, socket.handshake.auth);
+    if (!originals || !claim.success || claim.output.pid === undefined) return undefined;
+    const { pid } = claim.output;
+    const key = sha256(pid);
+    const offset = claim.output.offset ?? (await this.redis.get(this.offsetKey(key)));
+    if (typeof offset !== 'string') return undefined;
+    const session = await originals.restore(key, offset).catch(() => null); // unknown, expired or trimmed away
+    if (!session) return undefined;
+    const data = (session.data ?? {}) as { authUser?: { userId?: string }; workSession?: { id?: string } } & Record<string, unknown>;
+    const was = data.authUser?.userId !== undefined ? `user:${data.authUser.userId}` : data.workSession?.id !== undefined ? `work-session:${data.workSession.id}` : undefined;
+    const rooms = session.rooms.filter((room) => room !== session.sid);
+    const foreign = rooms.filter((room) => CORE_ROOM.test(room) && room !== owner);
+    if (was !== owner || foreign.length > 0) {
+      this.logger.warn(
+        { caller: owner.slice(0, owner.indexOf(':')), sameOwner: was === owner, foreignRooms: foreign.length },
+        'realtime: refused to recover a connection for a caller it did not belong to; the socket starts fresh',
+      );
+      const { missedPackets: _dropped, ...kept } = session;
+      originals.persist(kept); // still its owner's to recover
+      return undefined;
+    }
+    const { authUser: _u, workSession: _w, ...pluginData } = data;
+    socket.data = { ...pluginData, ...socket.data };
+    void socket.join(rooms);
+    // What the client presented, so it knows it recovered (`socket.recovered` on both ends).
+    Object.assign(socket, { pid, recovered: true });
+    return session.missedPackets ?? [];
+  }
+
+  /**
+   * Where a client that has no offset resumes: the last entry of the namespace this instance read,
+   * else (nothing read since it started) a marker entry added now, once, that no adapter acts on.
+   */
+  private resumePoint(originals: Originals): Promise<string | undefined> {
+    if (originals.lastOffset !== undefined) return Promise.resolve(originals.lastOffset);
+    originals.marker ??= this.redis.xadd(this.streamName, 'MAXLEN', '~', STREAM_MAX_LENGTH, '*', 'nsp', '', 'type', '0').then(
+      (id) => (originals.lastOffset ??= id ?? undefined),
+      () => ((originals.marker = undefined), undefined),
+    );
+    return originals.marker;
+  }
+
+  /** Waits for the sessions of sockets that just closed to be written (graceful shutdown). */
+  async flush(): Promise<void> {
+    await Promise.allSettled([...this.writing]);
+  }
+
+  private offsetKey(hash: string): string {
+    return `${this.keyPrefix}socket.io-offset:${hash}`;
+  }
+}

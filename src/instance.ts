@@ -20,7 +20,7 @@ export interface ServerInstance {
   db: Database;
   /** Sessions, users and the middleware: `auth.authenticate()`, `auth.registerPermissionResolver()`... */
   auth: Auth;
-  /** socket.io: `realtime.io` (rooms `user:<userId>`, `work-session:<id>`; docs/realtime.md). */
+  /** socket.io: `realtime.io` (rooms `user:<userId>` and `work-session:<sha256 of id>`: `realtime.rooms`; docs/realtime.md). */
   realtime: Realtime;
   on(name: string, listener: EventListener): void;
   emit(name: string, payload: unknown): void;

@@ -14,6 +14,7 @@ import type { Store, Subscription } from '../store/store.ts';
 import { ConnectionRegistry, type CheckResult } from './connections.ts';
 import { RECOVERY_MS, Recovery, STREAM_MAX_LENGTH, type RecoveryRedis } from './recovery.ts';
 import { handshake, HandshakeError, namespacePlugin, type Caller } from './handshake.ts';
+import { rooms } from './rooms.ts';
 
 /** What core puts in `socket.data`: the same identities HTTP handlers see as `c.get(...)`. */
 export interface SocketData {
@@ -28,11 +29,7 @@ type AnyEvents = Record<string, (...args: any[]) => void>;
 export type RealtimeServer = Server<AnyEvents, AnyEvents, AnyEvents, SocketData>;
 export type RealtimeSocket = Socket<AnyEvents, AnyEvents, AnyEvents, SocketData>;
 
-/** Rooms core puts sockets in, for plugins to address them. */
-export const rooms = {
-  user: (userId: string) => `user:${userId}`,
-  workSession: (workSessionId: string) => `work-session:${workSessionId}`,
-};
+export { rooms };
 
 /** What instances tell each other through the store: a subject whose sockets must end now, or be checked again. */
 const messageSchema = v.object({
@@ -83,6 +80,8 @@ const API_SOCKET_PATH = '/api/socket.io';
  */
 export class Realtime {
   readonly io: RealtimeServer;
+  /** Core's room names (`rooms.user(id)`, `rooms.workSession(id)`), for plugins to address those sockets. */
+  readonly rooms = rooms;
   private readonly registry: ConnectionRegistry;
   private readonly channel: string;
   /** This process, so it can skip its own announcements coming back from the store. */

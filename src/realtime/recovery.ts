@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Socket } from 'socket.io';
 import * as v from 'valibot';
+import { rooms } from './rooms.ts';
 
 /** How long a dropped connection may come back and recover (socket.io's default, 2 minutes). */
 export const RECOVERY_MS = 2 * 60_000;
@@ -41,7 +42,7 @@ export interface RecoveryRedis {
   xadd(key: string, ...args: (string | number)[]): Promise<string | null>;
 }
 
-/** Who owns a socket: `user:<id>` for a login, `work-session:<id>` for a guest (core's rooms). */
+/** Who owns a socket: `user:<id>` for a login, `work-session:<sha256 of id>` for a guest (core's rooms). */
 type Owner = string;
 
 /** What a reconnecting client presents (socket.io-client sends both in `auth`, next to the app's own fields). */
@@ -124,9 +125,9 @@ export class Recovery {
     const session = await originals.restore(key, offset).catch(() => null); // unknown, expired or trimmed away
     if (!session) return undefined;
     const data = (session.data ?? {}) as { authUser?: { userId?: string }; workSession?: { id?: string } } & Record<string, unknown>;
-    const was = data.authUser?.userId !== undefined ? `user:${data.authUser.userId}` : data.workSession?.id !== undefined ? `work-session:${data.workSession.id}` : undefined;
-    const rooms = session.rooms.filter((room) => room !== session.sid);
-    const foreign = rooms.filter((room) => CORE_ROOM.test(room) && room !== owner);
+    const was = data.authUser?.userId !== undefined ? `user:${data.authUser.userId}` : data.workSession?.id !== undefined ? rooms.workSession(data.workSession.id) : undefined;
+    const restored = session.rooms.filter((room) => room !== session.sid);
+    const foreign = restored.filter((room) => CORE_ROOM.test(room) && room !== owner);
     if (was !== owner || foreign.length > 0) {
       this.logger.warn(
         { caller: owner.slice(0, owner.indexOf(':')), sameOwner: was === owner, foreignRooms: foreign.length },
@@ -138,7 +139,7 @@ export class Recovery {
     }
     const { authUser: _u, workSession: _w, ...pluginData } = data;
     socket.data = { ...pluginData, ...socket.data };
-    void socket.join(rooms);
+    void socket.join(restored);
     // What the client presented, so it knows it recovered (`socket.recovered` on both ends).
     Object.assign(socket, { pid, recovered: true });
     return session.missedPackets ?? [];

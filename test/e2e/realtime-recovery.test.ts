@@ -171,14 +171,14 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
     const { _pid: pid, _lastOffset: offset } = recoveryOf(guest);
     expect(offset).toMatch(/^\d+-\d+$/);
     await drop(b, guest);
-    b.instance.realtime.io.to(`work-session:${first.id}`).emit('secret', 'for the first guest');
+    b.instance.realtime.io.to(b.instance.realtime.rooms.workSession(first.id)).emit('secret', 'for the first guest');
     const other = track(client(b.url, { auth: { sessionId: second.id, pid, offset } }));
     const seen: string[] = [];
     other.onAny((event: string) => seen.push(event));
     await connected(other);
     expect(b.instance.realtime.io.sockets.sockets.get(other.id!)?.recovered).toBe(false);
     const marker = nextEvent(other, 'marker');
-    b.instance.realtime.io.to(`work-session:${second.id}`).emit('marker', 1);
+    b.instance.realtime.io.to(b.instance.realtime.rooms.workSession(second.id)).emit('marker', 1);
     await marker;
     expect(seen).toEqual(['joinConfirmation', 'marker']);
     other.close();

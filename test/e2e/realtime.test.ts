@@ -3,7 +3,7 @@
 // process share one Redis (pub/sub) and one MongoDB database: a change made through one instance
 // must close the sockets held by the other within 5 s. Timing bounds are measured, not slept.
 
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EVENT_BURST, EVENTS_PER_SECOND } from '../../src/realtime/index.ts';
@@ -150,7 +150,10 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
         for (const path of ['/socket.io', '/api/socket.io']) {
           const { socket, join } = await guest(server, ws.id, { path });
           expect(join).toEqual({ workSessionId: ws.id, composition: { _id: 'home', pathname: { default: 'home' }, widgetsLayout: [] } });
-          const [server_] = await server.instance.realtime.io.in(`work-session:${ws.id}`).fetchSockets();
+          const [server_] = await server.instance.realtime.io.in(server.instance.realtime.rooms.workSession(ws.id)).fetchSockets();
+          // The room travels through Redis: named by the id's hash, never the guests' credential itself.
+          expect(server.instance.realtime.rooms.workSession(ws.id)).toBe(`work-session:${createHash('sha256').update(ws.id).digest('hex')}`);
+          expect(await server.instance.realtime.io.in(`work-session:${ws.id}`).fetchSockets()).toEqual([]);
           expect(server_?.data.workSession).toEqual({ id: ws.id, pluginData: { svc__todo: {} }, composition: 'home' });
           expect(server_?.data.authUser).toBeUndefined();
           socket.close();
@@ -270,7 +273,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
       expect(ended).toEqual({ code: 'invalid_work_session' });
       await new Promise((r) => setTimeout(r, 200));
       expect(main.socket.connected).toBe(true);
-      const [server_] = await b.instance.realtime.io.in(`work-session:${ws.id}`).fetchSockets();
+      const [server_] = await b.instance.realtime.io.in(b.instance.realtime.rooms.workSession(ws.id)).fetchSockets();
       expect(server_?.data.workSession?.pluginData).toEqual({ acme__board: {} }); // refreshed
     });
 

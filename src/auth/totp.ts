@@ -1,5 +1,6 @@
 import { createHash, createHmac, randomInt } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
+import { renderSVG } from 'uqr';
 import { AppError } from '../http/errors.ts';
 import { sealedRecord, type SecretBox } from './oauth/secrets.ts';
 import { atEpoch, epochOf, type UserDoc, type UserService } from './users.ts';
@@ -40,7 +41,22 @@ function recoveryCode(): string {
   return `${chars.slice(0, 5)}-${chars.slice(5)}`;
 }
 
-/** TOTP (RFC 6238: SHA-1, 6 digits, 30 s) with the `otpauth` library; QR codes with `qrcode`. */
+/**
+ * The QR code of `text` as a `data:image/svg+xml` URL: 4 px per module and a 2-module margin, with a
+ * width and height of its own (uqr's SVG has only a viewBox), so an `<img>` shows it at the size the
+ * earlier PNG had instead of stretching it to its container.
+ */
+function qrCodeDataUrl(text: string): string {
+  const svg = renderSVG(text, { ecc: 'M', border: 2, pixelSize: 4 });
+  const side = /viewBox="0 0 (\d+) \d+"/.exec(svg)![1];
+  const sized = svg.replace('<svg ', `<svg width="${side}" height="${side}" `);
+  return `data:image/svg+xml;base64,${Buffer.from(sized).toString('base64')}`;
+}
+
+/**
+ * TOTP (RFC 6238: SHA-1, 6 digits, 30 s) with the `otpauth` library; QR codes with `uqr` (no
+ * dependencies; `qrcode` brought 29 packages for its PNG), as an SVG data URL.
+ */
 export class TotpService {
   constructor(
     private readonly users: UserService,
@@ -61,9 +77,7 @@ export class TotpService {
       throw new AppError(409, 'account_changed', 'The account changed meanwhile: start again');
     }
     const otpauthUri = new TOTP({ issuer: this.issuer, label: user.email, secret, period: PERIOD, digits: 6, algorithm: 'SHA1' }).toString();
-    // Loaded on the first enrolment, not at start-up: most processes never draw a QR code.
-    const { default: QRCode } = await import('qrcode');
-    return { otpauthUri, qrCode: await QRCode.toDataURL(otpauthUri, { errorCorrectionLevel: 'M', margin: 2 }) };
+    return { otpauthUri, qrCode: qrCodeDataUrl(otpauthUri) };
   }
 
   /** Confirms the pending enrolment with a first code; returns the recovery codes, shown this once. */

@@ -5,23 +5,7 @@ import { AppError } from '../http/errors.ts';
 import { sealedRecord, type SecretBox } from './oauth/secrets.ts';
 import { atEpoch, epochOf, type UserDoc, type UserService } from './users.ts';
 
-/**
- * A user's second factor, in the user document (`totp`). Secrets are sealed with
- * `SVC_SECRET_ENCRYPTION_KEY` like OAuth client secrets. Recovery codes are kept as HMAC-SHA256
- * keyed with the user's own TOTP secret (`h1:` prefix): a database dump without the encryption key
- * cannot test guesses of their ~50 bits offline, and without the key the secret itself is exposed,
- * which gives away more than the codes. Bare SHA-256 hex values of older versions still work once.
- */
-export interface TotpState {
-  /** The confirmed secret (sealed): TOTP is on. */
-  secret?: string;
-  /** An enrolment awaiting its first code (sealed); enrolling again replaces it. */
-  pending?: string;
-  /** The last time step accepted: a code is good once (replays within its window are refused). */
-  lastStep?: number;
-  /** Keyed hashes of the unused recovery codes. */
-  recoveryCodes?: string[];
-}
+// A user's second factor lives in the user document (`totp`: `TotpState` in users.ts, which says how it is kept).
 
 const PERIOD = 30;
 const RECOVERY_CODES = 10;

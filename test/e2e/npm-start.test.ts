@@ -116,6 +116,16 @@ describe('npm start runs compiled JavaScript', () => {
     await stop(run);
   }, 120_000);
 
+  it("run in svc's own checkout without SVC_APP_PATH: its plugins/ are the bundled plugins, not an app's TypeScript (tsx is not loaded)", async () => {
+    const port = await freePort();
+    const run = { ...npmStart({ PORT: String(port), SVC_DATA_DIR: tempDir('svc-data-') }), port }; // app root: the checkout
+    expect(await healthy(port, 60_000), run.output()).toBe(true);
+    expect(run.output()).not.toContain('load through tsx');
+    expect(run.output().match(/"plugin":"svc__todo"[^\n]*"msg":"plugin loaded"/g), run.output()).toHaveLength(1); // once, as the bundled one
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    await stop(run);
+  }, 120_000);
+
   it('an app root with svc.config.ts and a TypeScript plugin still loads (tsx registered for it, and said so)', async () => {
     const root = tempDir('svc-ts-app-');
     writeFileSync(path.join(root, 'svc.config.ts'), "const config: { global: { requireAuthentication: boolean } } = { global: { requireAuthentication: false } };\nexport default config;\n");

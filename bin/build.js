@@ -6,7 +6,7 @@
 // - into a folder of its own, swapped in by renames once complete, so nobody ever imports a dist/ that
 //   tsc is half-way through rewriting (that crashed an instance with "does not provide an export named").
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,6 +16,28 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = path.join(root, 'dist');
 const stampName = '.built';
 const lock = path.join(root, 'dist.lock');
+
+/**
+ * The API reference page's browser script (`/docs/scalar.js`), copied from `@scalar/api-reference` into
+ * `<out>/vendor/scalar/`: the package is a devDependency (276 packages, 154 MB for one 4 MB file), so
+ * a production install (`npm ci --omit=dev`) runs without it. Its name, version (the page's
+ * cache-busting `?v=`) and licence go along in a package.json of their own.
+ */
+function vendorScalar(out) {
+  const require = createRequire(import.meta.url);
+  let packageDir;
+  try {
+    packageDir = path.resolve(path.dirname(require.resolve('@scalar/api-reference')), '..');
+  } catch {
+    throw new Error('@scalar/api-reference is not installed (a devDependency): run `npm ci` with devDependencies to build');
+  }
+  const target = path.join(out, 'vendor', 'scalar');
+  mkdirSync(target, { recursive: true });
+  // The package's exports map does not expose these files, so they are read by path.
+  copyFileSync(path.join(packageDir, 'dist/browser/standalone.js'), path.join(target, 'standalone.js'));
+  const { name, version, license } = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8'));
+  writeFileSync(path.join(target, 'package.json'), `${JSON.stringify({ name, version, license }, null, 2)}\n`);
+}
 
 /** The newest modification time of the sources that go into dist/. */
 function newestSource() {
@@ -118,6 +140,12 @@ export async function build({ force = false } = {}) {
     if (result.status !== 0) {
       rmSync(next, { recursive: true, force: true });
       throw new Error('the build failed (see above)');
+    }
+    try {
+      vendorScalar(next);
+    } catch (err) {
+      rmSync(next, { recursive: true, force: true });
+      throw err;
     }
     writeFileSync(path.join(next, stampName), String(sourcesAt));
     // A directory cannot be renamed over a non-empty one: move the old build aside, then the new one in.

@@ -5,15 +5,17 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { getPath } from 'hono/utils/url';
 import { coreRoutes } from '../routes/index.ts';
+import { unauthenticatedError } from './auth/index.ts';
+import { guestAwareHooks } from './auth/work-sessions.ts';
 import type { AppEnv } from './http/env.ts';
 import { dispatchSynchronously, isPending, promised, syncAwareLayer, type SyncAwareLayer } from './http/dispatch.ts';
 import { docsRoutes } from './http/docs.ts';
 import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
-import { buildOpenApi, routesOf } from './http/openapi.ts';
+import { buildOpenApi } from './http/openapi.ts';
 import { corsOrigin, originCheck } from './http/origins.ts';
 import { requestHeader } from './http/request-headers.ts';
 import { nodeResponse, presetHeader } from './http/response-headers.ts';
-import { defineRoute, mountRoutes, requireCaller, type RouteDefinition } from './http/route.ts';
+import { defineRoute, mountRoutes, requireCaller, routesOf, type RouteDefinition } from './http/route.ts';
 import { MemoTrieRouter } from './http/router.ts';
 import type { ServerInstance } from './instance.ts';
 import type { LoadedPlugin } from './plugins/loader.ts';
@@ -128,7 +130,8 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   };
   // The session hook, and `global.requireAuthentication`'s guard right after it, as one layer.
   const appMiddleware = new WeakSet<object>();
-  const caller = config.global.requireAuthentication ? requireCaller(appMiddleware) : null;
+  const callerRules = { judgesAnonymous: (hook: object) => guestAwareHooks.has(hook), unauthenticated: unauthenticatedError };
+  const caller = config.global.requireAuthentication ? requireCaller(appMiddleware, callerRules) : null;
   const sessionHook = instance.auth.sessionHook;
   const session: SyncAwareLayer<AppEnv> = caller ? (c, next) => sessionHook(c, () => caller(c, next)) : sessionHook;
   /** The end of a request the hooks saw through: the hooks' answer if they gave one (a CORS preflight), and the log line. */

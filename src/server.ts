@@ -12,7 +12,7 @@ import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { Realtime } from './realtime/index.ts';
-import { loadPlugins, packageEntry } from './plugins/loader.ts';
+import { appPluginsDir, loadPlugins, packageEntry } from './plugins/loader.ts';
 import { applySeeds } from './plugins/seeds.ts';
 import type { Hono } from 'hono';
 import type { AppEnv } from './http/env.ts';
@@ -59,7 +59,8 @@ export interface RunningServer {
  */
 export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?: Logger): Promise<RunningServer> {
   // Compiled svc loads TypeScript app files (config, plugins, seeds, a TS plugin package) through tsx, only if there are any.
-  await typeScriptFor(appTypeScriptFiles(path.resolve(env.SVC_APP_PATH || process.cwd())));
+  const appRoot = path.resolve(env.SVC_APP_PATH || process.cwd());
+  await typeScriptFor(appTypeScriptFiles(appRoot, appPluginsDir(appRoot)));
   const { config, warnings } = await loadConfig(env);
   await typeScriptFor(config.plugins.flatMap((name) => {
     try {

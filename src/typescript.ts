@@ -13,8 +13,11 @@ let registered = false;
 
 const isTypeScript = (file: string) => /\.(c|m)?tsx?$/.test(file) && !file.endsWith('.d.ts');
 
-/** TypeScript files an app root brings: its config file, and anything under plugins/ or config/. */
-export function appTypeScriptFiles(appRoot: string): string[] {
+/**
+ * TypeScript files an app root brings: its config file, and anything under config/ and `pluginsDir`
+ * (its plugins/, or none when that folder is svc's own: `appPluginsDir` of the loader).
+ */
+export function appTypeScriptFiles(appRoot: string, pluginsDir: string | undefined): string[] {
   const found: string[] = [];
   if (existsSync(path.join(appRoot, 'svc.config.ts'))) found.push(path.join(appRoot, 'svc.config.ts'));
   const walk = (dir: string, depth: number) => {
@@ -26,7 +29,7 @@ export function appTypeScriptFiles(appRoot: string): string[] {
       else if (isTypeScript(entry.name)) found.push(full);
     }
   };
-  walk(path.join(appRoot, 'plugins'), 0);
+  if (pluginsDir) walk(pluginsDir, 0);
   walk(path.join(appRoot, 'config'), 0);
   return found;
 }

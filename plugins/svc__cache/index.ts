@@ -7,8 +7,8 @@ export { SECRET_KEY_PATTERNS } from './redact.ts';
 
 /**
  * The cache list (`svc__cache`, mounted at `/svc__cache`): a read-only admin view of the store
- * instances, with secret-looking JSON values redacted. Each request opens its own short-lived
- * client, so a slow or dead Redis never touches the store the sessions use.
+ * instances, with secret-looking JSON values redacted. It reads them through the stores' read-only
+ * inspection interface (`Store.inspect`), opened per request, never through a store adapter itself.
  */
 export default function cachePlugin(instance: PluginInstance): Hono<AppEnv> {
   const app = new Hono<AppEnv>();

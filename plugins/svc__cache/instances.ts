@@ -1,8 +1,4 @@
-import { AppError, type ServerInstance } from '../../src/index.ts';
-import { MemoryStore } from '../../src/store/memory.ts';
-import { memoryReader } from './memory-reader.ts';
-import type { CacheReader } from './reader.ts';
-import { redisReader } from './redis-reader.ts';
+import { AppError, UnavailableError, type ServerInstance, type StoreInspector } from '../../src/index.ts';
 
 export interface CacheInstance {
   id: string;
@@ -21,21 +17,20 @@ export function listInstances(instance: ServerInstance): CacheInstance[] {
   return all.map((id) => ({ id, label: id }));
 }
 
-/** Opens a read-only view of one instance and db for one request; the caller closes it. */
-export async function openReader(instance: ServerInstance, id: string, db: number): Promise<CacheReader> {
-  const url = instance.config.env.storeUrls[id];
-  if (url) {
-    try {
-      return await redisReader({ url, db, password: instance.config.env.storePassword });
-    } catch (err) {
-      throw unavailable(instance, id, err);
-    }
+/**
+ * Opens a read-only view of one instance and db for one request, through the store's own inspection
+ * interface (`Store.inspect`: a Redis store opens a short-lived connection of its own, so a slow or
+ * dead Redis never touches the connection the sessions use); the caller closes it.
+ */
+export async function openInspector(instance: ServerInstance, id: string, db: number): Promise<StoreInspector> {
+  if (!listInstances(instance).some((i) => i.id === id)) {
+    throw new AppError(404, 'unknown_instance', `No store instance "${id}"; GET /svc__cache/cacheInstances lists them`);
   }
-  if (id === 'cache') {
-    const store = instance.stores.instance('cache');
-    if (store instanceof MemoryStore) return memoryReader(store);
+  try {
+    return await instance.stores.instance(id).inspect(db);
+  } catch (err) {
+    throw err instanceof UnavailableError ? unavailable(instance, id, err.cause) : err;
   }
-  throw new AppError(404, 'unknown_instance', `No store instance "${id}"; GET /svc__cache/cacheInstances lists them`);
 }
 
 /** 503 for an instance that cannot be reached; the log line names it, never its URL (it may hold a password). */

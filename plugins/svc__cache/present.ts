@@ -1,5 +1,5 @@
 import { LOOKS_JSON, parseStructured, redact, redactText } from './redact.ts';
-import type { RawEntry } from './reader.ts';
+import type { InspectedEntry } from '../../src/index.ts';
 import type { CacheEntry } from './schemas.ts';
 
 /** SPEC.md rule 6: values above 16 KiB (UTF-8 bytes) are cut for transport. */
@@ -15,7 +15,7 @@ function cutBytes(text: string, limit: number): string {
 }
 
 /** The JSON form of a collection's contents; with `hide`, members that are JSON are redacted too. */
-function contents(raw: Exclude<RawEntry, { type: 'string' } | { unsupported: true }>, hide: boolean): object {
+function contents(raw: Exclude<InspectedEntry, { type: 'string' } | { unsupported: true }>, hide: boolean): object {
   const text = (s: string) => (hide ? redactText(s) : s);
   if (raw.type === 'hash') {
     const fields = Object.entries(raw.fields).map(([field, value]): [string, string] => [field, text(value)]);
@@ -34,7 +34,7 @@ function contents(raw: Exclude<RawEntry, { type: 'string' } | { unsupported: tru
  * A string too big to read whole cannot be parsed, so it cannot be redacted: when it looks like
  * JSON and secrets are hidden, its value is withheld rather than sent unredacted.
  */
-export function presentEntry(key: string, raw: RawEntry, hideSecrets: boolean): CacheEntry {
+export function presentEntry(key: string, raw: InspectedEntry, hideSecrets: boolean): CacheEntry {
   const head = { key, ttl: raw.ttl, type: raw.type, size: raw.size };
   if ('unsupported' in raw) return { ...head, value: '' };
 

@@ -1,25 +1,23 @@
-import { ReplyError } from 'ioredis';
-import { AppError, defineRoute, notFound, type PluginInstance } from '../../src/index.ts';
-import { listInstances, openReader, unavailable } from './instances.ts';
+import { defineRoute, notFound, UnavailableError, type PluginInstance, type StoreInspector } from '../../src/index.ts';
+import { listInstances, openInspector, unavailable } from './instances.ts';
 import { presentEntry } from './present.ts';
-import type { CacheReader } from './reader.ts';
 import { entriesQuery, entryQuery } from './schemas.ts';
 
 const tags = ['svc__cache'];
 
 /**
- * Runs `work` with a reader opened for this request and closes it whatever happens. Errors of the
- * connection (refused, timed out, closed) become 503; Redis reply errors stay errors (500).
+ * Runs `work` with an inspector opened for this request and closes it whatever happens. The store
+ * being unreachable (refused, timed out, closed) is 503 naming the instance; anything else (a Redis
+ * reply error) stays an error (500).
  */
-async function withReader<T>(instance: PluginInstance, id: string, db: number, work: (r: CacheReader) => Promise<T>): Promise<T> {
-  const reader = await openReader(instance, id, db);
+async function withInspector<T>(instance: PluginInstance, id: string, db: number, work: (r: StoreInspector) => Promise<T>): Promise<T> {
+  const inspector = await openInspector(instance, id, db);
   try {
-    return await work(reader);
+    return await work(inspector);
   } catch (err) {
-    if (err instanceof AppError || err instanceof ReplyError) throw err;
-    throw unavailable(instance, id, err);
+    throw err instanceof UnavailableError ? unavailable(instance, id, err.cause) : err;
   } finally {
-    reader.close();
+    inspector.close();
   }
 }
 
@@ -43,7 +41,7 @@ export function cacheRoutes(instance: PluginInstance) {
       config: { type: 'dataList' },
       schema: { summary: 'A page of keys', description: 'SCAN with MATCH, then TYPE and TTL of the page in one pipelined round trip.', tags, query: entriesQuery },
       handler: async (c, { query }) => {
-        const { items, hasMore } = await withReader(instance, query.instance, query.db, (r) => r.page(query));
+        const { items, hasMore } = await withInspector(instance, query.instance, query.db, (r) => r.scan(query));
         return c.json({ items, offset: query.offset, limit: query.limit, hasMore });
       },
     }),
@@ -54,7 +52,7 @@ export function cacheRoutes(instance: PluginInstance) {
       config: { type: 'dataRead' },
       schema: { summary: 'One key', description: 'Value cut at 16 KiB; JSON parsed, secrets redacted unless HIDE_SECRETS=false.', tags, query: entryQuery },
       handler: async (c, { query }) => {
-        const raw = await withReader(instance, query.instance, query.db, (r) => r.entry(query.key));
+        const raw = await withInspector(instance, query.instance, query.db, (r) => r.read(query.key));
         if (!raw) throw notFound('No such key (it may have expired)');
         return c.json(presentEntry(query.key, raw, hideSecrets));
       },

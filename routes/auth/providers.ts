@@ -1,8 +1,7 @@
 import * as arctic from 'arctic';
 import * as v from 'valibot';
 import { catalog, discoverArcticProviders } from '../../src/auth/oauth/catalog.ts';
-import { OIDC_DEFAULT_SCOPES } from '../../src/auth/oauth/oidc-client.ts';
-import { createProviderSchema, defaultTrustEmailVerified, patchProviderSchema, PROVIDER_ID, toPublicProvider } from '../../src/auth/oauth/providers.ts';
+import { createProviderSchema, defaultTrustEmailVerified, OIDC_DEFAULT_SCOPES, patchProviderSchema, PROVIDER_ID, toPublicProvider } from '../../src/auth/oauth/providers.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 

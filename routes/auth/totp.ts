@@ -22,7 +22,7 @@ export const enrollTotp = ({ auth }: ServerInstance) =>
     onRequest: [auth.authenticate(), auth.requireFresh()],
     schema: {
       summary: 'Start turning on two-factor authentication',
-      description: '`otpauthUri` and `qrCode` (a PNG data URL) for an authenticator app. Enrolling again replaces a pending secret; 409 `totp_enabled` when it is already on; 403 `reauthentication_required` for a session not authenticated within `auth.session.freshAge`.',
+      description: '`otpauthUri` and `qrCode` (an SVG data URL, `data:image/svg+xml;base64,...`) for an authenticator app. Enrolling again replaces a pending secret; 409 `totp_enabled` when it is already on; 403 `reauthentication_required` for a session not authenticated within `auth.session.freshAge`.',
       tags,
     },
     handler: async (c) => {

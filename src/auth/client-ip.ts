@@ -17,14 +17,3 @@ export function clientIp(c: Context, trustProxy: number): string {
     return 'unknown'; // not served by @hono/node-server (in-process tests)
   }
 }
-
-/** The origin the browser used to reach us, honouring `X-Forwarded-Proto/Host` behind a trusted proxy. */
-export function requestOrigin(c: Context, trustProxy: number): string {
-  const url = new URL(c.req.url);
-  if (trustProxy > 0) {
-    const proto = c.req.header('x-forwarded-proto')?.split(',')[0]?.trim();
-    const host = c.req.header('x-forwarded-host')?.split(',')[0]?.trim();
-    return `${proto || url.protocol.slice(0, -1)}://${host || url.host}`;
-  }
-  return url.origin;
-}

@@ -10,10 +10,9 @@ import { clientIp } from './client-ip.ts';
 import { EmailTokens, TOKEN_TTL, type TokenPurpose, type TokenRecord } from './email-tokens.ts';
 import type { FlowCookies } from './flow-cookies.ts';
 import { sha256hex } from './hash.ts';
-import type { Auth } from './index.ts';
 import { hashPassword } from './passwords.ts';
 import { rateLimitSubject, tooMany } from './rate-limit.ts';
-import { atEpoch, epochOf, ownsEmail, type UserDoc } from './users.ts';
+import { atEpoch, epochOf, ownsEmail, type UserDoc, type UserService } from './users.ts';
 
 /** The HttpOnly cookie that binds a magic-link request to the browser that made it (CONTRACT 12). */
 export const MAGIC_COOKIE = 'svc_magic';
@@ -28,6 +27,16 @@ const BINDING = /^[A-Za-z0-9_-]{43}$/;
 export const invalidToken = () => new AppError(400, 'invalid_token', 'The link is invalid, was already used or has expired: ask for a new one');
 
 /**
+ * What the mail routes use of `Auth`, which creates them and passes itself: declared here, not
+ * imported, so that auth/index.ts and this module do not import each other.
+ */
+export interface SelfServiceAuth {
+  readonly users: UserService;
+  claim(user: UserDoc): Promise<void>;
+  endAllSessions(userId: string, keep?: string): Promise<void>;
+}
+
+/**
  * Sign-up, verification, password reset and magic links (CONTRACT 12), between the routes and the
  * parts they use: users, tokens, mail, limits.
  *
@@ -40,7 +49,7 @@ export class EmailSelfService {
   readonly tokens: EmailTokens;
 
   constructor(
-    private readonly auth: Auth,
+    private readonly auth: SelfServiceAuth,
     private readonly config: Config,
     private readonly store: Store,
     private readonly mailer: Mailer,

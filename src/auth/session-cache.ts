@@ -1,4 +1,4 @@
-import type { SessionRecord } from './sessions.ts';
+import type { SessionRecord } from '../http/env.ts';
 
 /** Second chances one eviction may give before the oldest entry goes anyway. */
 const SWEEP_STEPS = 32;

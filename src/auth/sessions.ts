@@ -1,18 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.ts';
-import type { AuthUser } from '../http/env.ts';
+import type { AuthUser, Session, SessionRecord } from '../http/env.ts';
 import type { Store } from '../store/store.ts';
 import { sha256hex } from './hash.ts';
 import { SessionCache } from './session-cache.ts';
 
-/** What the store keeps under `auth:session:<sha256hex>` (CONTRACT section 3). Times are epoch ms. */
-export interface SessionRecord extends AuthUser {
-  createdAt: number;
-  expiresAt: number;
-  /** Present (true) only when the user has TOTP on: `GET /auth/session` tells without a database read. */
-  totp?: true;
-}
+export type { Session, SessionRecord } from '../http/env.ts';
 
 /** Where and from what a session was created (`GET /auth/sessions`). */
 export interface SessionOrigin {
@@ -39,11 +33,6 @@ export const publicSessionId = (hash: string) => createHash('sha256').update(`sv
 export const SEEN_INTERVAL_MS = 60_000;
 /** Bounds the memory of which sessions this instance marked seen recently. */
 const SEEN_MEMORY = 50_000;
-
-export interface Session extends SessionRecord {
-  /** SHA-256 hex of the id: the store key's suffix and the `sid` given to plugins. */
-  hash: string;
-}
 
 /** A session found by `lookup`; `pushed`: this lookup pushed its sliding TTL back (the cookie is refreshed). */
 export interface LookedUp {

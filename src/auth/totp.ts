@@ -1,26 +1,11 @@
 import { createHash, createHmac, randomInt } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
+import { renderSVG } from 'uqr';
 import { AppError } from '../http/errors.ts';
 import { sealedRecord, type SecretBox } from './oauth/secrets.ts';
 import { atEpoch, epochOf, type UserDoc, type UserService } from './users.ts';
 
-/**
- * A user's second factor, in the user document (`totp`). Secrets are sealed with
- * `SVC_SECRET_ENCRYPTION_KEY` like OAuth client secrets. Recovery codes are kept as HMAC-SHA256
- * keyed with the user's own TOTP secret (`h1:` prefix): a database dump without the encryption key
- * cannot test guesses of their ~50 bits offline, and without the key the secret itself is exposed,
- * which gives away more than the codes. Bare SHA-256 hex values of older versions still work once.
- */
-export interface TotpState {
-  /** The confirmed secret (sealed): TOTP is on. */
-  secret?: string;
-  /** An enrolment awaiting its first code (sealed); enrolling again replaces it. */
-  pending?: string;
-  /** The last time step accepted: a code is good once (replays within its window are refused). */
-  lastStep?: number;
-  /** Keyed hashes of the unused recovery codes. */
-  recoveryCodes?: string[];
-}
+// A user's second factor lives in the user document (`totp`: `TotpState` in users.ts, which says how it is kept).
 
 const PERIOD = 30;
 const RECOVERY_CODES = 10;
@@ -40,7 +25,22 @@ function recoveryCode(): string {
   return `${chars.slice(0, 5)}-${chars.slice(5)}`;
 }
 
-/** TOTP (RFC 6238: SHA-1, 6 digits, 30 s) with the `otpauth` library; QR codes with `qrcode`. */
+/**
+ * The QR code of `text` as a `data:image/svg+xml` URL: 4 px per module and a 2-module margin, with a
+ * width and height of its own (uqr's SVG has only a viewBox), so an `<img>` shows it at the size the
+ * earlier PNG had instead of stretching it to its container.
+ */
+function qrCodeDataUrl(text: string): string {
+  const svg = renderSVG(text, { ecc: 'M', border: 2, pixelSize: 4 });
+  const side = /viewBox="0 0 (\d+) \d+"/.exec(svg)![1];
+  const sized = svg.replace('<svg ', `<svg width="${side}" height="${side}" `);
+  return `data:image/svg+xml;base64,${Buffer.from(sized).toString('base64')}`;
+}
+
+/**
+ * TOTP (RFC 6238: SHA-1, 6 digits, 30 s) with the `otpauth` library; QR codes with `uqr` (no
+ * dependencies; `qrcode` brought 29 packages for its PNG), as an SVG data URL.
+ */
 export class TotpService {
   constructor(
     private readonly users: UserService,
@@ -61,9 +61,7 @@ export class TotpService {
       throw new AppError(409, 'account_changed', 'The account changed meanwhile: start again');
     }
     const otpauthUri = new TOTP({ issuer: this.issuer, label: user.email, secret, period: PERIOD, digits: 6, algorithm: 'SHA1' }).toString();
-    // Loaded on the first enrolment, not at start-up: most processes never draw a QR code.
-    const { default: QRCode } = await import('qrcode');
-    return { otpauthUri, qrCode: await QRCode.toDataURL(otpauthUri, { errorCorrectionLevel: 'M', margin: 2 }) };
+    return { otpauthUri, qrCode: qrCodeDataUrl(otpauthUri) };
   }
 
   /** Confirms the pending enrolment with a first code; returns the recovery codes, shown this once. */

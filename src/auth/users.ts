@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Collection, Database, Update } from '../db/index.ts';
 import { AppError, notFound } from '../http/errors.ts';
 import { dummyHash, hashPassword, needsRehash, verifyPassword } from './passwords.ts';
-import type { TotpState } from './totp.ts';
 
 export const USER_COLLECTION = 'svc__core-user';
 export const TAG_COLLECTION = 'svc__core-tag';
@@ -18,6 +17,24 @@ export interface OAuthAccount {
  * a sign-up (CONTRACT 12) never does: anyone can sign up with any address.
  */
 export type CreatedVia = 'admin' | 'cli' | 'bootstrap' | 'oauth' | 'signup';
+
+/**
+ * A user's second factor, in the user document (`totp`). Secrets are sealed with
+ * `SVC_SECRET_ENCRYPTION_KEY` like OAuth client secrets. Recovery codes are kept as HMAC-SHA256
+ * keyed with the user's own TOTP secret (`h1:` prefix): a database dump without the encryption key
+ * cannot test guesses of their ~50 bits offline, and without the key the secret itself is exposed,
+ * which gives away more than the codes. Bare SHA-256 hex values of older versions still work once.
+ */
+export interface TotpState {
+  /** The confirmed secret (sealed): TOTP is on. */
+  secret?: string;
+  /** An enrolment awaiting its first code (sealed); enrolling again replaces it. */
+  pending?: string;
+  /** The last time step accepted: a code is good once (replays within its window are refused). */
+  lastStep?: number;
+  /** Keyed hashes of the unused recovery codes. */
+  recoveryCodes?: string[];
+}
 
 /** A user document in `svc__core-user`. Tags hold tag ids; a tag's id is its name (`ADMIN`). */
 export interface UserDoc {

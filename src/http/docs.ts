@@ -1,22 +1,47 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defineRoute, type RouteDefinition } from './route.ts';
 
 /**
  * The API reference page (`/docs`, Scalar) without third-party code: its script is the standalone
- * browser bundle of the installed `@scalar/api-reference` (pinned by package-lock), served from this
- * origin at `/docs/scalar.js`. A CDN script would run on the session cookie's origin and could call
- * every route the visitor may call (security review, issue 24, finding 5); it also needed a network.
+ * browser bundle of `@scalar/api-reference` (pinned by package-lock), served from this origin at
+ * `/docs/scalar.js`. A CDN script would run on the session cookie's origin and could call every route
+ * the visitor may call (security review, issue 24, finding 5); it also needed a network.
  *
  * URLs are relative (`docs/scalar.js`, `openapi.json`), so the page works at `/docs` and at
  * `/api/docs` behind a proxy that keeps the prefix.
  */
-const packageDir = path.resolve(path.dirname(createRequire(import.meta.url).resolve('@scalar/api-reference')), '..');
-// The package's exports map does not expose these files, so they are read by path.
-const bundleFile = path.join(packageDir, 'dist/browser/standalone.js');
-const { version } = createRequire(import.meta.url)(path.join(packageDir, 'package.json')) as { version: string };
+
+interface Bundle {
+  file: string;
+  version: string;
+}
+
+/**
+ * Where the bundle is. The package is a devDependency (hundreds of packages for one browser file): the
+ * build copies the file into `dist/vendor/scalar/` (bin/build.js), and the compiled service serves that
+ * copy, so a production install does without the package. Run from the sources (`npm run dev`, tests),
+ * it is read from the installed package. Looked up on the first request, not at start-up: most
+ * processes never serve the page, and the CLI (run from the sources) never does.
+ */
+function locateBundle(): Bundle {
+  if (!import.meta.url.endsWith('.ts')) {
+    const vendored = fileURLToPath(new URL('../../vendor/scalar/', import.meta.url));
+    const { version } = JSON.parse(readFileSync(path.join(vendored, 'package.json'), 'utf8')) as { version: string };
+    return { file: path.join(vendored, 'standalone.js'), version };
+  }
+  const require = createRequire(import.meta.url);
+  const packageDir = path.resolve(path.dirname(require.resolve('@scalar/api-reference')), '..');
+  // The package's exports map does not expose these files, so they are read by path.
+  const { version } = require(path.join(packageDir, 'package.json')) as { version: string };
+  return { file: path.join(packageDir, 'dist/browser/standalone.js'), version };
+}
+let located: Bundle | undefined;
+const bundleInfo = () => (located ??= locateBundle());
 
 // Nothing that would reach another origin: no web fonts, no telemetry, no AI agent, no request proxy.
 const scalarConfig = { url: 'openapi.json', withDefaultFonts: false, telemetry: false, agent: { disabled: true }, mcp: { disabled: true }, showDeveloperTools: 'never' };
@@ -42,7 +67,7 @@ const contentSecurityPolicy = [
 ].join('; ');
 
 // `rel=icon` data: URL: no request for /favicon.ico (which would be a 404).
-const page = `<!doctype html>
+const page = (version: string) => `<!doctype html>
 <html lang="en">
   <head>
     <meta charset="utf-8" />
@@ -69,15 +94,15 @@ export function docsRoutes(): RouteDefinition[] {
       path: '/docs',
       config: { public: true },
       schema: { summary: 'API reference page', tags: ['docs'] },
-      handler: (c) => c.html(page, 200, { 'Content-Security-Policy': contentSecurityPolicy, 'X-Content-Type-Options': 'nosniff' }),
+      handler: (c) => c.html(page(bundleInfo().version), 200, { 'Content-Security-Policy': contentSecurityPolicy, 'X-Content-Type-Options': 'nosniff' }),
     }),
     defineRoute({
       method: 'GET',
       path: '/docs/scalar.js',
       config: { public: true },
-      schema: { summary: "The API reference page's script (the installed @scalar/api-reference browser bundle)", tags: ['docs'] },
+      schema: { summary: "The API reference page's script (@scalar/api-reference's browser bundle, copied into dist/ by the build)", tags: ['docs'] },
       handler: async (c) => {
-        bundle ??= readFile(bundleFile).catch((err: unknown) => {
+        bundle ??= readFile(bundleInfo().file).catch((err: unknown) => {
           bundle = undefined; // a failed read is retried by the next request
           throw err;
         });

@@ -1,10 +1,24 @@
-import type { Session } from '../auth/sessions.ts';
-
 /** The identity attached to an authenticated request (SPEC.md "Session"). */
 export interface AuthUser {
   userId: string;
   isAdmin: boolean;
   provider: string;
+}
+
+// The session record and the session a request sees are declared here, beside the Variables that carry
+// them, so that this module imports nothing (auth/sessions.ts, which keeps them, re-exports them).
+
+/** What the store keeps under `auth:session:<sha256hex>` (CONTRACT section 3). Times are epoch ms. */
+export interface SessionRecord extends AuthUser {
+  createdAt: number;
+  expiresAt: number;
+  /** Present (true) only when the user has TOTP on: `GET /auth/session` tells without a database read. */
+  totp?: true;
+}
+
+export interface Session extends SessionRecord {
+  /** SHA-256 hex of the id: the store key's suffix and the `sid` given to plugins. */
+  hash: string;
 }
 
 /** A work-session guest (CONTRACT section 4): never an `authUser`. */

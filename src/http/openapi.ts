@@ -1,18 +1,6 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
-import type { Hono } from 'hono';
 import type * as v from 'valibot';
 import type { RouteDefinition } from './route.ts';
-
-/** Routes mounted on each Hono app by `mountRoutes`, so the app's owner can document them. */
-const registry = new WeakMap<object, RouteDefinition[]>();
-
-export function recordRoutes(app: Hono<never> | object, routes: RouteDefinition[]): void {
-  registry.set(app, [...(registry.get(app) ?? []), ...routes]);
-}
-
-export function routesOf(app: object): RouteDefinition[] {
-  return registry.get(app) ?? [];
-}
 
 type JsonSchema = Record<string, unknown>;
 

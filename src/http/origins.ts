@@ -1,5 +1,4 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import { requestOrigin } from '../auth/client-ip.ts';
 import type { Config } from '../config/load.ts';
 import type { Logger } from '../logger.ts';
 import type { AppEnv } from './env.ts';
@@ -159,4 +158,15 @@ export function originFromHeaders(headers: Record<string, string | string[] | un
   const proto = (trustProxy > 0 ? first('x-forwarded-proto') : undefined) ?? (encrypted ? 'https' : 'http');
   const host = (trustProxy > 0 ? first('x-forwarded-host') : undefined) ?? first('host');
   return host ? `${proto}://${host}` : undefined;
+}
+
+/** The origin the browser used to reach us, honouring `X-Forwarded-Proto/Host` behind a trusted proxy. */
+export function requestOrigin(c: Context, trustProxy: number): string {
+  const url = new URL(c.req.url);
+  if (trustProxy > 0) {
+    const proto = c.req.header('x-forwarded-proto')?.split(',')[0]?.trim();
+    const host = c.req.header('x-forwarded-host')?.split(',')[0]?.trim();
+    return `${proto || url.protocol.slice(0, -1)}://${host || url.host}`;
+  }
+  return url.origin;
 }

@@ -2,11 +2,8 @@ import { vValidator } from '@hono/valibot-validator';
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import * as v from 'valibot';
-import { unauthenticatedError } from '../auth/index.ts';
-import { guestAwareHooks } from '../auth/work-sessions.ts';
 import type { AppEnv } from './env.ts';
 import { promised, syncAwareLayer, type SyncAwareLayer } from './dispatch.ts';
-import { recordRoutes } from './openapi.ts';
 import { AppError, validationFailed, type ErrorDetail } from './errors.ts';
 
 type AnySchema = v.GenericSchema;
@@ -55,6 +52,18 @@ export function defineRoute<
   P extends AnySchema | undefined = undefined,
 >(route: RouteDefinition<B, Q, P>): RouteDefinition<B, Q, P> {
   return route;
+}
+
+/** Routes mounted on each Hono app by `mountRoutes`, so the app's owner can document them (openapi.ts). */
+const registry = new WeakMap<object, RouteDefinition[]>();
+
+function recordRoutes(app: object, routes: RouteDefinition[]): void {
+  registry.set(app, [...(registry.get(app) ?? []), ...routes]);
+}
+
+/** The route definitions `mountRoutes` mounted on `app`. */
+export function routesOf(app: object): RouteDefinition[] {
+  return registry.get(app) ?? [];
 }
 
 /** valibot issues as CONTRACT section 2's `details`: `[{"path":"a.b","message":"..."}]`. */
@@ -127,12 +136,13 @@ const publicHandlers = new WeakSet<object>();
 const fallbackHandlers = new WeakSet<object>();
 const COMPOSED_HANDLER = '__COMPOSED_HANDLER'; // where Hono's `route()` keeps a wrapped sub-app handler
 
-/** Whether `handler`, or the one Hono wrapped into it when mounting a sub-app, is in `set`. */
-function inSet(set: WeakSet<object>, handler: object): boolean {
-  return set.has(handler) || set.has((handler as Record<string, object>)[COMPOSED_HANDLER] ?? {});
+/** Whether `handler`, or the one Hono wrapped into it when mounting a sub-app, passes `test`. */
+function either(test: (handler: object) => boolean, handler: object): boolean {
+  const inner = (handler as Record<string, object | undefined>)[COMPOSED_HANDLER];
+  return test(handler) || (inner !== undefined && test(inner));
 }
 
-const isPublicHandler = (handler: object) => inSet(publicHandlers, handler);
+const isPublicHandler = (handler: object) => either((h) => publicHandlers.has(h), handler);
 
 /**
  * The one place that turns route definitions into Hono routes: hooks, then body/query/params
@@ -176,20 +186,29 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
   }
 }
 
+/** What `requireCaller` needs to know of authentication, given by the app (this layer knows no auth). */
+export interface CallerRules {
+  /** Route hooks that judge anonymous callers themselves (work-session guests' `authenticatedOrWorksession`). */
+  judgesAnonymous(hook: object): boolean;
+  /** The error for an anonymous caller of a route that wants one (401). */
+  unauthenticated(c: Context): Error;
+}
+
 /**
  * `global.requireAuthentication` (SPEC.md rule 9): anonymous callers get 401 on every route not
  * declared `config.public`, core and plugin alike (plain Hono routes of plugins included). Paths
  * that match no route fall through to 404. `appMiddleware` are the app-wide hooks, which do not
  * count as routes. Only anonymous requests pay for the route lookup.
  */
-export function requireCaller(appMiddleware: WeakSet<object>): SyncAwareLayer<AppEnv> {
+export function requireCaller(appMiddleware: WeakSet<object>, rules: CallerRules): SyncAwareLayer<AppEnv> {
+  const judgesAnonymous = (handler: object) => either((h) => rules.judgesAnonymous(h), handler);
   return function requireCaller(c, next) {
     if (!c.get('authUser') && !c.get('workSession')) {
       const routes = matchedRoutes(c).filter((r) => !appMiddleware.has(r.handler) && !fallbackHandlers.has(r.handler));
       // Routes with an `authenticatedOrWorksession` hook judge anonymous callers themselves (401
       // `unauthenticated` without the header, `invalid_work_session` for a header naming no valid one).
-      const open = routes.some((r) => isPublicHandler(r.handler) || inSet(guestAwareHooks, r.handler));
-      if (routes.length > 0 && !open) throw unauthenticatedError(c);
+      const open = routes.some((r) => isPublicHandler(r.handler) || judgesAnonymous(r.handler));
+      if (routes.length > 0 && !open) throw rules.unauthenticated(c);
     }
     return next();
   };

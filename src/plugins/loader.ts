@@ -52,6 +52,16 @@ const BUNDLED = fileURLToPath(new URL('../../plugins/', import.meta.url));
 /** The bundled plugins' sources: the same plugins as BUNDLED when svc runs compiled (dist/plugins/). */
 const BUNDLED_SOURCES = path.resolve(BUNDLED, path.basename(path.resolve(BUNDLED, '..')) === 'dist' ? '../../plugins' : '.');
 
+/**
+ * The app's plugin folder, `<app root>/plugins/`; undefined when that is svc's own (an app root of
+ * svc's checkout, as `npm start` there without SVC_APP_PATH has): those are the bundled plugins,
+ * loaded as such, and a compiled svc must not take their TypeScript sources for the app's.
+ */
+export function appPluginsDir(appRoot: string): string | undefined {
+  const dir = path.resolve(appRoot, 'plugins');
+  return [BUNDLED, BUNDLED_SOURCES].some((own) => dir === path.resolve(own)) ? undefined : dir;
+}
+
 interface Candidate {
   key: string;
   prefix: string;
@@ -107,10 +117,10 @@ function packagePlugin(name: string, appRoot: string): Candidate {
  */
 export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugin[]> {
   const { appRoot } = instance.config.env;
-  const appDir = path.join(appRoot, 'plugins');
+  const appDir = appPluginsDir(appRoot);
   const candidates = [
     ...folderPlugins(BUNDLED),
-    ...([BUNDLED, BUNDLED_SOURCES].some((dir) => path.resolve(appDir) === path.resolve(dir)) ? [] : folderPlugins(appDir)),
+    ...(appDir ? folderPlugins(appDir) : []),
     ...instance.config.plugins.map((name) => packagePlugin(name, appRoot)),
   ];
   const seen = new Map<string, string>();

@@ -6,11 +6,10 @@ import * as v from 'valibot';
 import { describeIssues } from '../config/load.ts';
 import type { Collection } from '../db/db.ts';
 import type { ServerInstance } from '../instance.ts';
+import { COMPOSITION_COLLECTION, INTERACTION_LINK_COLLECTION } from './collections.ts';
 import type { LoadedPlugin } from './loader.ts';
 import { defaultExport } from '../typescript.ts';
 
-export const COMPOSITION_COLLECTION = 'svc__core-composition';
-export const INTERACTION_LINK_COLLECTION = 'svc__core-interactionlink';
 export const SEED_FILES = { compositions: 'config/compositions.js', interactionLinks: 'config/interactionLinks.js' } as const;
 
 /** Frontend paths of the login and logout pages (SPEC.md "Landing seeds"): never a composition's. */

@@ -9,7 +9,7 @@ import { hashWorkSessionId, type WorkSessionDoc } from '../auth/work-sessions.ts
 import type { Config } from '../config/load.ts';
 import type { Collection, Database, Doc } from '../db/index.ts';
 import type { AuthUser, WorkSessionGuest } from '../http/env.ts';
-import { COMPOSITION_COLLECTION } from '../plugins/seeds.ts';
+import { COMPOSITION_COLLECTION } from '../plugins/collections.ts';
 import type { Store, Subscription } from '../store/store.ts';
 import { ConnectionRegistry, type CheckResult } from './connections.ts';
 import { RECOVERY_MS, Recovery, STREAM_MAX_LENGTH, type RecoveryRedis } from './recovery.ts';

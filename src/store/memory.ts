@@ -1,3 +1,5 @@
+import { globMatch } from './glob.ts';
+import type { InspectedEntry, ScanQuery, StoreInspector } from './inspect.ts';
 import type { SetOptions, Store, Subscription } from './store.ts';
 
 type Entry = { value: string | Set<string>; expiresAt?: number };
@@ -129,17 +131,45 @@ export class MemoryStore implements Store {
     return [...(this.set_(key) ?? [])];
   }
 
-  /** Read-only view for the cache list: the live keys, in insertion order. */
-  *keys(): IterableIterator<string> {
-    for (const key of [...this.data.keys()]) if (this.live(key)) yield key;
-  }
-
-  /** Read-only view for the cache list: one live key's type, contents and TTL, expiry untouched. */
-  peek(key: string): { type: 'string' | 'set'; value: string | string[]; ttl: number } | undefined {
+  /** One live key's type, contents and TTL, expiry untouched (`inspect`). */
+  private peek(key: string): { type: 'string' | 'set'; value: string | string[]; ttl: number } | undefined {
     const entry = this.live(key);
     if (!entry) return undefined;
     const ttl = entry.expiresAt === undefined ? -1 : Math.ceil((entry.expiresAt - this.now()) / 1000);
     return typeof entry.value === 'string' ? { type: 'string', value: entry.value, ttl } : { type: 'set', value: [...entry.value], ttl };
+  }
+
+  /**
+   * Read-only view for the cache list, through the interface a Redis store gives. One keyspace, so
+   * every db index shows the same keys (in insertion order); its values are strings and sets.
+   */
+  async inspect(): Promise<StoreInspector> {
+    return {
+      scan: async ({ pattern, offset, limit }: ScanQuery) => {
+        const glob = pattern || '*';
+        const items = [];
+        let seen = 0;
+        for (const key of [...this.data.keys()]) {
+          if (!this.live(key) || !globMatch(glob, key)) continue;
+          if (seen >= offset + limit) return { items, hasMore: true };
+          if (seen++ < offset) continue;
+          const found = this.peek(key);
+          items.push({ key, ttl: found?.ttl ?? -2, type: found?.type ?? 'none' });
+        }
+        return { items, hasMore: false };
+      },
+      read: async (key): Promise<InspectedEntry | null> => {
+        const found = this.peek(key);
+        if (!found) return null;
+        if (found.type === 'string') {
+          const text = found.value as string;
+          return { type: 'string', ttl: found.ttl, size: Buffer.byteLength(text), text, cut: false };
+        }
+        const members = (found.value as string[]).sort();
+        return { type: 'set', ttl: found.ttl, size: members.length, members, cut: false };
+      },
+      close() {},
+    };
   }
 
   async publish(channel: string, message: string) {

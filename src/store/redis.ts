@@ -1,6 +1,8 @@
 import { ReplyError, type Cluster, type Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { UnavailableError } from '../http/errors.ts';
+import type { StoreInspector } from './inspect.ts';
+import { redisInspector } from './redis-inspect.ts';
 import { createRedisClient, parseRedisUrl } from './redis-url.ts';
 import type { SetOptions, Store, Subscription, TrackingListener } from './store.ts';
 
@@ -66,8 +68,11 @@ export class RedisStore implements Store {
   /** The connection in subscriber mode (Redis allows nothing else on it), opened on the first `subscribe`. */
   private subscriber?: Promise<Redis | Cluster>;
   private readonly subscriptions = new Map<string, Set<{ onMessage: (message: string) => void; onResume?: () => void }>>();
+  /** Where `inspect` connects: this store's server (URL and SVC_STORE_PASSWORD), any db. */
+  private readonly server: { url: string; password?: string };
 
   constructor(opts: RedisStoreOptions) {
+    this.server = { url: opts.url, password: opts.password };
     this.name = opts.db ? `${opts.name}/db${opts.db}` : opts.name;
     const options: RedisOptions = {
       lazyConnect: true,
@@ -100,6 +105,10 @@ export class RedisStore implements Store {
       connectedOnce = true;
       this.down = false;
     });
+  }
+
+  inspect(db: number): Promise<StoreInspector> {
+    return redisInspector({ ...this.server, db });
   }
 
   /** Connects at start-up; a store that cannot be reached stops start-up with a clear message. */

@@ -1,3 +1,5 @@
+import type { StoreInspector } from './inspect.ts';
+
 /**
  * The one key-value store interface of svc: sessions, OAuth state, rate limits and plugins all use it.
  * Every command touches a single key, so a Redis Cluster works unchanged. Values are strings; callers
@@ -26,6 +28,12 @@ export interface TrackingListener {
 export interface Store {
   /** Instance id (`cache`, `cachePersistent`, ...) and Redis db index, for log lines. */
   readonly name: string;
+  /**
+   * A read-only view of db `db` of this store's server for one request (the admin's cache list):
+   * Redis opens a short-lived connection of its own for it; the embedded store has one keyspace for
+   * every db. The caller closes it. An unreachable store throws `UnavailableError`.
+   */
+  inspect(db: number): Promise<StoreInspector>;
   get(key: string): Promise<string | null>;
   /** Reads the value and resets its TTL in one round trip (Redis `GETEX EX`); null when missing. */
   getEx(key: string, ttl: number): Promise<string | null>;

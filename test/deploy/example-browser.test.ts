@@ -7,7 +7,7 @@
 // test-results/deploy/example/.
 
 import path from 'node:path';
-import QRCode from 'qrcode';
+import jsqr from 'jsqr';
 import { Secret, TOTP } from 'otpauth';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -187,8 +187,18 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await afterStepUp(page, qr, person.password);
     person.totpUri = (await page.locator('#otpauth-uri').textContent())!;
     expect(person.totpUri).toMatch(/^otpauth:\/\/totp\//);
-    // The image shown is the QR code of exactly this URI (svc draws it with `qrcode`, these options).
-    expect(await qr.getAttribute('src')).toBe(await QRCode.toDataURL(person.totpUri, { errorCorrectionLevel: 'M', margin: 2 }));
+    // The image shown is the QR code of exactly this URI: what the browser draws, read back as a camera would.
+    const drawn = await qr.evaluate(async (img: HTMLImageElement) => {
+      await img.decode();
+      const [width, height] = [img.naturalWidth * 2, img.naturalHeight * 2];
+      const canvas = Object.assign(document.createElement('canvas'), { width, height });
+      const ctx = canvas.getContext('2d')!;
+      ctx.fillStyle = '#fff';
+      ctx.fillRect(0, 0, width, height);
+      ctx.drawImage(img, 0, 0, width, height);
+      return { width, height, data: Array.from(ctx.getImageData(0, 0, width, height).data) };
+    });
+    expect(jsqr.default(Uint8ClampedArray.from(drawn.data), drawn.width, drawn.height)?.data).toBe(person.totpUri);
     await shots.take(page, 'totp: the QR code');
     await page.locator('#totp').getByLabel('Code', { exact: true }).fill(totpFor(person.totpUri).generate());
     await mainButton(page, 'Confirm').click();

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SECRET_KEY_PATTERNS, seeds } from '../../plugins/svc__cache/index.ts';
-import { openClient, scanPage } from '../../plugins/svc__cache/redis-reader.ts';
+import { openClient, scanPage } from '../../src/store/redis-inspect.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { commandCalls, sleep, startPrivateRedis } from '../support/auth.ts';
 

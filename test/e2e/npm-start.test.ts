@@ -6,7 +6,8 @@
 // happened, so a failing run leaves nothing behind.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,6 +116,16 @@ describe('npm start runs compiled JavaScript', () => {
     await stop(run);
   }, 120_000);
 
+  it("run in svc's own checkout without SVC_APP_PATH: its plugins/ are the bundled plugins, not an app's TypeScript (tsx is not loaded)", async () => {
+    const port = await freePort();
+    const run = { ...npmStart({ PORT: String(port), SVC_DATA_DIR: tempDir('svc-data-') }), port }; // app root: the checkout
+    expect(await healthy(port, 60_000), run.output()).toBe(true);
+    expect(run.output()).not.toContain('load through tsx');
+    expect(run.output().match(/"plugin":"svc__todo"[^\n]*"msg":"plugin loaded"/g), run.output()).toHaveLength(1); // once, as the bundled one
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    await stop(run);
+  }, 120_000);
+
   it('an app root with svc.config.ts and a TypeScript plugin still loads (tsx registered for it, and said so)', async () => {
     const root = tempDir('svc-ts-app-');
     writeFileSync(path.join(root, 'svc.config.ts'), "const config: { global: { requireAuthentication: boolean } } = { global: { requireAuthentication: false } };\nexport default config;\n");
@@ -138,6 +149,69 @@ describe('npm start runs compiled JavaScript', () => {
     expect(readdirSync(PROJECT_DIR).filter((name) => /^dist\./.test(name))).toEqual([]);
     await stop(run);
   }, 180_000);
+});
+
+/**
+ * A copy of the compiled service beside a node_modules of the production packages only (symbolic links
+ * to this checkout's), as `npm ci --omit=dev && npm run build` leaves a server: devDependencies, among
+ * them @scalar/api-reference, cannot be found from it.
+ */
+function productionCopy(): string {
+  const root = tempDir('svc-prod-');
+  cpSync(path.join(PROJECT_DIR, 'dist'), path.join(root, 'dist'), { recursive: true });
+  cpSync(path.join(PROJECT_DIR, 'package.json'), path.join(root, 'package.json'));
+  const listed = spawnSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: PROJECT_DIR, encoding: 'utf8' });
+  const modules = path.join(PROJECT_DIR, 'node_modules') + path.sep;
+  const production = new Set(
+    listed.stdout
+      .split('\n')
+      .filter((line) => line.startsWith(modules))
+      .map((line) => line.slice(modules.length))
+      .filter((name) => !name.includes(`${path.sep}node_modules${path.sep}`)), // top-level packages only
+  );
+  expect(production.size, listed.stderr).toBeGreaterThan(50);
+  for (const name of production) {
+    mkdirSync(path.dirname(path.join(root, 'node_modules', name)), { recursive: true });
+    symlinkSync(path.join(modules, name), path.join(root, 'node_modules', name));
+  }
+  return root;
+}
+
+describe('the compiled service on a production install (no devDependencies)', () => {
+  it('serves the API reference page and its script from dist/ (copied by the build), not from @scalar/api-reference', async () => {
+    const root = productionCopy();
+    const require = createRequire(path.join(root, 'dist', 'src', 'server.js'));
+    expect(() => require.resolve('@scalar/api-reference')).toThrow(/Cannot find module/);
+    expect(require.resolve('hono')).toBeTruthy(); // the production packages are there
+
+    const port = await freePort();
+    const child = spawn(process.execPath, ['dist/src/server.js'], {
+      cwd: root,
+      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', HOST: '127.0.0.1', PORT: String(port), SVC_APP_PATH: tempDir('svc-app-'), SVC_DATA_DIR: tempDir('svc-data-') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    started.push(child);
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+    expect(await healthy(port, 60_000), out).toBe(true);
+
+    const { version } = JSON.parse(readFileSync(path.join(PROJECT_DIR, 'node_modules/@scalar/api-reference/package.json'), 'utf8')) as { version: string };
+    const page = await fetch(`http://127.0.0.1:${port}/docs`);
+    expect(page.status, out).toBe(200);
+    expect(await page.text()).toContain(`<script src="docs/scalar.js?v=${version}"></script>`);
+    const script = await fetch(`http://127.0.0.1:${port}/docs/scalar.js?v=${version}`);
+    expect(script.status, out).toBe(200);
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    const body = Buffer.from(await script.arrayBuffer());
+    expect(body.equals(readFileSync(path.join(PROJECT_DIR, 'node_modules/@scalar/api-reference/dist/browser/standalone.js')))).toBe(true);
+    expect(readFileSync(path.join(root, 'dist/vendor/scalar/standalone.js')).equals(body)).toBe(true);
+
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    process.kill(child.pid!, 'SIGTERM');
+    expect(await exited, out).toBe(0);
+  }, 120_000);
 });
 
 describe('npm start on a stale tree (a source newer than the build)', () => {

@@ -4,13 +4,16 @@
 // page that shows what it checks) and the sources, so neither can drift again, and show with the app
 // itself what the snippet's headers do.
 
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { MongoClient } from 'mongodb';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { HTTP_ERROR_CODES } from '../../src/http/errors.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { codeBlocks, docFiles, readDoc } from '../support/docs.ts';
+import { startPrivateMongoServer } from '../support/mongo.ts';
 import { PROJECT_DIR } from '../support/spawn.ts';
 
 const CONFIGURATION = readDoc('docs/configuration.md');
@@ -82,6 +85,41 @@ function configKeys(): string[] {
 }
 
 describe('the docs', () => {
+  it("a MongoDB for a two-instance trial: the documented command starts the suite's test server, which svc's driver uses", async () => {
+    const m = /`\(cd (test\/support\/mongo-java-server) && mvn -q -B package -DskipTests\) && java -jar (\S+) 27017 --ignore-stdin`/.exec(OPERATIONS);
+    expect(m, 'the command in docs/operations.md').not.toBeNull();
+    expect(OPERATIONS).toContain('`MONGODB_URL=mongodb://127.0.0.1:27017/svc`');
+    // The suite's launcher builds that very jar (the same `mvn package`), which the command then runs.
+    const built = await startPrivateMongoServer();
+    expect(built, 'mongo-java-server (Java and Maven) is needed by the suites anyway').not.toBeNull();
+    await built!.stop();
+    const jar = path.join(PROJECT_DIR, m![2]!);
+    expect(jar.startsWith(path.join(PROJECT_DIR, m![1]!))).toBe(true);
+    expect(existsSync(jar)).toBe(true);
+    // As documented, on a free port instead of 27017 (which may be taken here).
+    const server = spawn('java', ['-jar', jar, '0', '--ignore-stdin'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        server.stdout!.on('data', (b: Buffer) => {
+          out += b.toString();
+          const listening = /LISTENING (\d+)/.exec(out);
+          if (listening) resolve(Number(listening[1]));
+        });
+        server.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening`)));
+      });
+      const client = new MongoClient(`mongodb://127.0.0.1:${port}/svc`, { serverSelectionTimeoutMS: 10_000 });
+      try {
+        await client.db().collection('trial').insertOne({ _id: 'one' } as never);
+        expect(await client.db().collection('trial').countDocuments()).toBe(1);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      server.kill('SIGTERM');
+    }
+  }, 120_000);
+
   it('operator: every key of the config file is in the configuration table (docs/configuration.md)', () => {
     const section = CONFIGURATION;
     const keys = configKeys();

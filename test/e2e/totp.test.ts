@@ -2,6 +2,7 @@
 // replay, drift, lockout, recovery codes, disable; codes computed with the same RFC 6238 library an
 // authenticator app implements, from the secret in the otpauth URI the user scans.
 
+import jsqr from 'jsqr';
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
@@ -26,6 +27,23 @@ function authenticator(otpauthUri: string) {
   const secret = Secret.fromBase32(new URL(otpauthUri).searchParams.get('secret')!);
   const totp = new TOTP({ secret, digits: 6, period: 30, algorithm: 'SHA1' });
   return { at: (offsetSteps = 0) => totp.generate({ timestamp: Date.now() + offsetSteps * 30_000 }), secret: secret.base32 };
+}
+
+/**
+ * What a phone's camera reads from the `qrCode` data URL: the SVG drawn into pixels (its squares of
+ * `M x,y h s v s h -s z`, black on white), then decoded by a QR reader (jsQR).
+ */
+const jsQR = jsqr.default; // a CommonJS module: its `export default` is a property of module.exports
+function scanQrCode(dataUrl: string): string | undefined {
+  const svg = Buffer.from(dataUrl.replace(/^data:image\/svg\+xml;base64,/, ''), 'base64').toString('utf8');
+  const [, width, height] = /<svg [^>]*width="(\d+)" height="(\d+)"/.exec(svg)!.map(Number);
+  const pixels = new Uint8ClampedArray(width! * height! * 4).fill(255);
+  for (const [, x, y, size] of svg.matchAll(/M(\d+),(\d+)h(\d+)v\d+h-\d+z/g)) {
+    for (let row = Number(y); row < Number(y) + Number(size); row++) {
+      for (let col = Number(x); col < Number(x) + Number(size); col++) pixels.fill(0, (row * width! + col) * 4, (row * width! + col) * 4 + 3);
+    }
+  }
+  return jsQR(pixels, width!, height!)?.data;
 }
 
 /** A user with TOTP on; returns their authenticator, recovery codes and a logged-in client. */
@@ -58,11 +76,12 @@ async function firstStep(a: TestApp, user: { email: string; password: string }):
 const second = (b: TestClient, json: unknown) => b.fetch('/auth/login/totp', { method: 'POST', json });
 
 describe('TOTP', () => {
-  it('enrol: otpauth URI and a PNG QR code; pending until confirmed; confirm gives 10 recovery codes once; GET /auth/session says totp', async () => {
+  it('enrol: otpauth URI and its QR code (an SVG data URL); pending until confirmed; confirm gives 10 recovery codes once; GET /auth/session says totp', async () => {
     const a = await app();
     const { c, otpauthUri, qrCode, recoveryCodes, app2fa } = await withTotp(a);
     expect(otpauthUri).toMatch(/^otpauth:\/\/totp\/svc:.+\?.*secret=[A-Z2-7]+/);
-    expect(qrCode).toMatch(/^data:image\/png;base64,/);
+    expect(qrCode).toMatch(/^data:image\/svg\+xml;base64,/);
+    expect(scanQrCode(qrCode)).toBe(otpauthUri); // the code an authenticator app scans holds the URI
     expect(recoveryCodes).toHaveLength(10);
     expect(new Set(recoveryCodes).size).toBe(10);
     expect((await (await c.fetch('/auth/session')).json()) as { totp: boolean }).toMatchObject({ totp: true });

@@ -66,3 +66,26 @@ export interface CatalogEntry {
   /** Where to read about registering an app at this provider (optional). */
   docs?: string;
 }
+
+export interface UserInfoResult {
+  raw: Record<string, unknown>;
+  profile: Profile;
+}
+
+/** What the callback hands to `exchange` besides the code (used by OpenID providers). */
+export interface CallbackContext {
+  /** The nonce sent with the authorize request (from the state record), or null. */
+  nonce: string | null;
+  /** Every parameter of the callback URL (`code`, `state`, `iss`, ...). */
+  params: URLSearchParams;
+}
+
+/** One provider, ready for the flow: authorize URL, code exchange, user info. */
+export interface ProviderClient {
+  pkce: boolean;
+  /** The flow sends a fresh `nonce` with the authorize request and keeps it in the state record. */
+  nonce?: boolean;
+  authorizationUrl(state: string, codeVerifier: string | null, nonce?: string | null): URL | Promise<URL>;
+  exchange(code: string, codeVerifier: string | null, callback?: CallbackContext): Promise<OAuth2Tokens>;
+  userInfo(tokens: OAuth2Tokens): Promise<UserInfoResult>;
+}

@@ -1,12 +1,12 @@
 import * as arctic from 'arctic';
 import { decodeIdToken, OAuth2Client, type OAuth2Tokens } from 'arctic';
-import type { ArcticClient, CatalogEntry } from './catalog-types.ts';
+import type { ArcticClient, CatalogEntry, ProviderClient } from './catalog-types.ts';
 import { catalogEntry } from './catalog.ts';
 import { oidcClient } from './oidc-client.ts';
 import { asProviderCall, providerFetch, refusedRedirect } from './outbound.ts';
 import { verifyIdToken } from './id-token.ts';
 import type { OidcIssuers } from './oidc-issuers.ts';
-import { mapUserInfo, type Profile } from './profile.ts';
+import { mapUserInfo } from './profile.ts';
 import { trustsEmailOf, type ProviderDoc } from './providers.ts';
 
 /** A failure of the flow with the `auth_error` code it becomes (CONTRACT section 5). */
@@ -18,29 +18,6 @@ export class OAuthFlowError extends Error {
   ) {
     super(message, options);
   }
-}
-
-export interface UserInfoResult {
-  raw: Record<string, unknown>;
-  profile: Profile;
-}
-
-/** What the callback hands to `exchange` besides the code (used by OpenID providers). */
-export interface CallbackContext {
-  /** The nonce sent with the authorize request (from the state record), or null. */
-  nonce: string | null;
-  /** Every parameter of the callback URL (`code`, `state`, `iss`, ...). */
-  params: URLSearchParams;
-}
-
-/** One provider, ready for the flow: authorize URL, code exchange, user info. */
-export interface ProviderClient {
-  pkce: boolean;
-  /** The flow sends a fresh `nonce` with the authorize request and keeps it in the state record. */
-  nonce?: boolean;
-  authorizationUrl(state: string, codeVerifier: string | null, nonce?: string | null): URL | Promise<URL>;
-  exchange(code: string, codeVerifier: string | null, callback?: CallbackContext): Promise<OAuth2Tokens>;
-  userInfo(tokens: OAuth2Tokens): Promise<UserInfoResult>;
 }
 
 const USERINFO_TIMEOUT_MS = 10_000;

@@ -7,9 +7,11 @@ import { DuplicateKeyError } from '../../db/index.ts';
 import type { AppEnv } from '../../http/env.ts';
 import type { Logger } from '../../logger.ts';
 import type { Stores } from '../../store/index.ts';
-import type { Auth } from '../index.ts';
+import type { FlowCookies } from '../flow-cookies.ts';
+import type { PendingMfaLogins } from '../mfa.ts';
+import type { Session, SessionService } from '../sessions.ts';
 import { totpEnabled } from '../totp.ts';
-import { epochOf, isAdmin, ownsEmail, type UserDoc } from '../users.ts';
+import { epochOf, isAdmin, ownsEmail, type UserDoc, type UserService } from '../users.ts';
 import type { AccountLinks } from './accounts.ts';
 import { OAuthFlowError, providerClient } from './client.ts';
 import { personName, type Profile } from './profile.ts';
@@ -104,6 +106,19 @@ const optional = <T>(read: () => T): T | null => {
  * verifier in the store (single use, 600 s, bound to the browser by a cookie), the code exchange and
  * the user-info call on the server, the four-step account resolution, and the session.
  */
+/**
+ * What the flow uses of `Auth`, which creates it and passes itself: declared here, not imported, so
+ * that auth/index.ts and this module do not import each other.
+ */
+export interface FlowAuth {
+  readonly flowCookies: FlowCookies;
+  readonly mfa: PendingMfaLogins;
+  readonly users: UserService;
+  readonly sessions: SessionService;
+  login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean): Promise<{ session: Session; user: UserDoc } | null>;
+  claim(user: UserDoc): Promise<void>;
+}
+
 export class OAuthFlow {
   private readonly handlers = new Map<string, OAuthLoginHandler[]>();
 
@@ -112,7 +127,7 @@ export class OAuthFlow {
     private readonly stores: Stores,
     private readonly providers: ProviderService,
     private readonly accounts: AccountLinks,
-    private readonly auth: Auth,
+    private readonly auth: FlowAuth,
     private readonly logger: Logger,
   ) {}
 

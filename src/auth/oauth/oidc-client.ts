@@ -13,13 +13,10 @@
 import { OAuth2Tokens } from 'arctic';
 import { jwtVerify } from 'jose';
 import * as oauth from 'oauth4webapi';
-import type { ProviderClient } from './client.ts';
+import type { ProviderClient } from './catalog-types.ts';
 import type { OidcIssuers } from './oidc-issuers.ts';
 import { mapUserInfo } from './profile.ts';
 import type { ProviderDoc } from './providers.ts';
-
-/** The scopes of an oidc provider created without a list. */
-export const OIDC_DEFAULT_SCOPES = ['openid', 'email', 'profile'];
 
 const TOKEN_TIMEOUT_MS = 10_000;
 /** Symmetric (`HS*`) algorithms would verify with the client secret, which the IdP's key set cannot vouch for. */

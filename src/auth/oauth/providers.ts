@@ -5,7 +5,6 @@ import type { CustomTemplate } from '../../config/schema.ts';
 import type { Collection, Database } from '../../db/index.ts';
 import { AppError, notFound, validationFailed, type ErrorDetail } from '../../http/errors.ts';
 import { catalogEntry } from './catalog.ts';
-import { OIDC_DEFAULT_SCOPES } from './oidc-client.ts';
 import { IssuerError, OidcIssuers } from './oidc-issuers.ts';
 import type { Profile } from './profile.ts';
 import { isHostName, isProviderUrlKey, providerUrlProblem } from './provider-urls.ts';
@@ -15,6 +14,9 @@ import { SecretBox, sealedRecord } from './secrets.ts';
 export const PROVIDER_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 export const PROVIDER_COLLECTION = 'svc__core-oauthprovider';
+
+/** The scopes of an oidc provider created without a list. */
+export const OIDC_DEFAULT_SCOPES = ['openid', 'email', 'profile'];
 
 const url = v.pipe(v.string(), v.maxLength(2048), v.url('must be a URL'));
 const short = v.pipe(v.string(), v.maxLength(512));

@@ -1,7 +1,7 @@
-import { Cluster, type Redis } from 'ioredis';
-import { createRedisClient, parseRedisUrl } from '../../src/store/redis-url.ts';
-import type { EntrySummary } from './schemas.ts';
-import { COLLECTION_READ_CAP, STRING_READ_CAP, type CacheReader, type PageQuery, type RawEntry } from './reader.ts';
+import { Cluster, ReplyError, type Redis } from 'ioredis';
+import { UnavailableError } from '../http/errors.ts';
+import { COLLECTION_READ_CAP, STRING_READ_CAP, type InspectedEntry, type InspectedKey, type ScanQuery, type StoreInspector } from './inspect.ts';
+import { createRedisClient, parseRedisUrl } from './redis-url.ts';
 
 /** SCAN COUNT bounds: enough keys per round trip for a page, never a long stall of Redis. */
 const MIN_SCAN_COUNT = 1000;
@@ -9,7 +9,7 @@ const MAX_SCAN_COUNT = 10_000;
 /** Connecting (TCP, SELECT, CLIENT SETNAME) must finish within this, or the request answers 503. */
 const CONNECT_DEADLINE_MS = 1000;
 
-export interface RedisReaderOptions {
+export interface RedisInspectorOptions {
   url: string;
   db: number;
   /** `SVC_STORE_PASSWORD`, used when the URL has none (as the store itself does). */
@@ -17,10 +17,11 @@ export interface RedisReaderOptions {
 }
 
 /**
- * A client for one request. No offline queue, no retries and a short connect timeout: a Redis
+ * A client of its own for one request (never the store's: a SCAN of a big keyspace must not queue
+ * behind or in front of the sessions' commands, and it may read another db). No offline queue, no retries and a short connect timeout: a Redis
  * that is down answers 503 at once instead of holding the request. The name shows it in CLIENT LIST.
  */
-export function openClient(opts: RedisReaderOptions): Redis | Cluster {
+export function openClient(opts: RedisInspectorOptions): Redis | Cluster {
   const target = parseRedisUrl(opts.url);
   const urlHasPassword = target.kind === 'single' ? Boolean(new URL(opts.url).password) : Boolean(target.password);
   const client = createRedisClient(target, {
@@ -31,7 +32,7 @@ export function openClient(opts: RedisReaderOptions): Redis | Cluster {
     retryStrategy: () => null,
     connectTimeout: CONNECT_DEADLINE_MS,
     commandTimeout: 1500,
-    connectionName: 'svc__cache',
+    connectionName: 'svc__cache', // its one user, the cache list: how an operator spots it in CLIENT LIST
     disableClientInfo: true, // two CLIENT SETINFO round trips per request buy nothing here
     ...(target.kind === 'single' ? { db: opts.db } : {}),
     ...(opts.password && !urlHasPassword ? { password: opts.password } : {}),
@@ -62,7 +63,7 @@ function keyspaceNodes(client: Redis | Cluster): Redis[] {
  * same pages on every call while the keyspace does not change. Then one pipelined round trip per server
  * reads TYPE and TTL of the page.
  */
-export async function scanPage(client: Redis | Cluster, { pattern, offset, limit }: PageQuery, hooks: PageHooks = {}) {
+export async function scanPage(client: Redis | Cluster, { pattern, offset, limit }: ScanQuery, hooks: PageHooks = {}): Promise<{ items: InspectedKey[]; hasMore: boolean }> {
   const wanted = offset + limit + 1; // one more than the page says whether there is a next one
   const keys: { key: string; node: Redis }[] = [];
   const onPage = new Set<string>(); // SCAN may return a key twice while Redis rehashes
@@ -86,7 +87,7 @@ export async function scanPage(client: Redis | Cluster, { pattern, offset, limit
   }
   await hooks.afterScan?.(keys.map((k) => k.key));
 
-  const summaries = new Map<string, EntrySummary>();
+  const summaries = new Map<string, InspectedKey>();
   for (const node of new Set(keys.map((k) => k.node))) {
     const mine = keys.filter((k) => k.node === node).map((k) => k.key);
     const pipeline = node.pipeline();
@@ -118,7 +119,7 @@ function values(results: Reply | null): unknown[] {
  * prefix of a huge string, the first elements of a huge collection) so one key cannot stall Redis.
  * A key that disappears between the two is reported missing.
  */
-export async function readEntry(client: Redis | Cluster, key: string): Promise<RawEntry | null> {
+export async function readEntry(client: Redis | Cluster, key: string): Promise<InspectedEntry | null> {
   const [type, ttlReply] = values(await client.pipeline().type(key).ttl(key).exec()) as [string, number];
   if (type === 'none') return null;
   const ttl = Number(ttlReply);
@@ -157,8 +158,16 @@ export async function readEntry(client: Redis | Cluster, key: string): Promise<R
   }
 }
 
-/** The reader of one request on a Redis instance; connects before the first command. */
-export async function redisReader(opts: RedisReaderOptions): Promise<CacheReader> {
+/** A failure as the store reports it: a Redis reply error as is, anything else (connection, timeout) as an outage. */
+const storeError = (err: unknown): never => {
+  throw err instanceof ReplyError ? err : new UnavailableError('store', err);
+};
+
+/**
+ * The inspector of one request on a Redis instance (`RedisStore.inspect`); connects before the first
+ * command. An unreachable Redis, at the connect or later, is an `UnavailableError`.
+ */
+export async function redisInspector(opts: RedisInspectorOptions): Promise<StoreInspector> {
   const client = openClient(opts);
   // One deadline for the whole handshake: ioredis sends SELECT and CLIENT SETNAME after the TCP
   // connect, and on a Redis that accepts but never answers each would wait out the command timeout.
@@ -170,13 +179,13 @@ export async function redisReader(opts: RedisReaderOptions): Promise<CacheReader
     await Promise.race([client.connect(), deadline]);
   } catch (err) {
     client.disconnect();
-    throw err;
+    throw new UnavailableError('store', err); // whatever stopped the handshake (a refused SELECT included)
   } finally {
     clearTimeout(timer);
   }
   return {
-    page: (q) => scanPage(client, q),
-    entry: (key) => readEntry(client, key),
+    scan: (q) => scanPage(client, q).catch(storeError),
+    read: (key) => readEntry(client, key).catch(storeError),
     // disconnect, not QUIT: closes at once, also when Redis no longer answers.
     close: () => client.disconnect(),
   };

@@ -83,12 +83,10 @@ export function createRedisClient(target: RedisTarget, options: RedisOptions): R
       ...(target.tls ? { sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
     });
   }
-  const { lazyConnect, enableOfflineQueue, maxRetriesPerRequest, retryStrategy, enableAutoPipelining, ...nodeOptions } = options;
+  const { lazyConnect, enableOfflineQueue, maxRetriesPerRequest, retryStrategy, ...nodeOptions } = options;
   const clusterOptions: ClusterOptions = {
     lazyConnect,
     enableOfflineQueue,
-    // The Cluster client batches (per node); its node connections only ever get the Cluster's batches.
-    ...(enableAutoPipelining !== undefined ? { enableAutoPipelining } : {}),
     // A moved slot or a failover answers MOVED/TRYAGAIN/CLUSTERDOWN for a moment: a few quick retries
     // ride it out; anything longer is an outage (503), like a down single server.
     maxRedirections: 16,

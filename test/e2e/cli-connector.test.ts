@@ -436,7 +436,7 @@ describe('safety (CONTRACT section 8, issue 35)', () => {
     const grandchild = Number(out.trim());
     await job(alice, id, { signal: 'SIGTERM' });
     expect((await waitDone(alice, id)).done).toBe('SIGTERM');
-    expect(alive(grandchild)).toBe(false);
+    await expect.poll(() => alive(grandchild), { timeout: 5000, interval: 20 }).toBe(false); // signalled; ends a moment later
   });
 
   it('/script calls are capped per user (3) and in all (10): one more is 429 too_many_jobs', async () => {
@@ -524,7 +524,7 @@ describe('the service process (a real svc, started as `npm start` does)', () => 
     const left = await fetch(`${svc.url}/app_scripts/admin-password`, { headers: { cookie } });
     expect(await left.json()).toEqual({ env: null, config: null });
     expect(await svc.stop('SIGTERM')).toBe(0);
-    expect(alive(grandchild)).toBe(false);
+    await expect.poll(() => alive(grandchild), { timeout: 5000, interval: 20 }).toBe(false); // signalled; ends a moment later
   });
 
   it('an error nothing catches is logged with its stack, the process exits non-zero, and no script outlives it', async () => {
@@ -533,6 +533,6 @@ describe('the service process (a real svc, started as `npm start` does)', () => 
     expect(await svc.exited).not.toBe(0);
     const fatal = svc.logs().find((l) => /uncaught exception/.test(l.msg ?? ''));
     expect(JSON.stringify(fatal)).toMatch(/a plugin timer threw[^"]*\\n\s+at /);
-    expect(alive(grandchild)).toBe(false);
+    await expect.poll(() => alive(grandchild), { timeout: 5000, interval: 20 }).toBe(false); // signalled; ends a moment later
   });
 });

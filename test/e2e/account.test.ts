@@ -5,6 +5,7 @@ import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { createTestApp, type TestApp, type TestAppOptions, type TestClient } from '../support/app.ts';
 import { ResponseLog, sessionCookie, setCookies, sha256hex } from '../support/auth.ts';
+import type { OwnSession } from '../../packages/client/src/routes.ts';
 
 const redisUrl = inject('redisUrl');
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0';
@@ -21,14 +22,8 @@ afterAll(async () => {
   for (const a of apps) await a.close();
 });
 
-interface SessionItem {
-  id: string;
-  createdAt: string;
-  lastSeenAt: string;
-  ip: string | null;
-  device: string | null;
-  current: boolean;
-}
+/** One entry of `GET /auth/sessions`: the typed client's own description of it. */
+type SessionItem = OwnSession;
 
 /** A client of `a` logged in as `user` with a given User-Agent (and X-Forwarded-For, trusted below). */
 async function loginAs(a: TestApp, user: { email: string; password: string }, ua = FIREFOX, ip = '203.0.113.10'): Promise<TestClient> {

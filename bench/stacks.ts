@@ -277,6 +277,16 @@ const bare: Stack = {
   check: (body) => isObject(body) && typeof body.userId === 'string',
 };
 
+const nodeRaw: Stack = {
+  id: 'node-raw',
+  label: 'node:http (no framework)',
+  description: 'bench/peers/node-raw.ts: node:http answering a static JSON object; no framework, no cookie, no store (the floor of Node itself).',
+  path: '/session',
+  start: (ctx) => startPeer(ctx, 'node-raw', 'node-raw.ts'),
+  login: async () => null,
+  check: (body) => isObject(body) && typeof body.userId === 'string',
+};
+
 /** In ABBA order the list is run forwards, then backwards. */
 export const STACKS: Stack[] = [
   svc,
@@ -289,6 +299,7 @@ export const STACKS: Stack[] = [
   lean,
   leanPipelined,
   bare,
+  nodeRaw,
 ];
 
 /** What `--pinned` measures unless `--only` says otherwise: the stacks of issue 40's goals. */

@@ -14,11 +14,12 @@ import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi } from './http/openapi.ts';
 import { corsOrigin, originCheck } from './http/origins.ts';
 import { requestHeader } from './http/request-headers.ts';
-import { nodeResponse, presetHeader } from './http/response-headers.ts';
+import { DEFAULT_HEADERS, nodeResponse, presetHeader, requestIdFor } from './http/response-headers.ts';
 import { defineRoute, mountRoutes, requireCaller, routesOf, type RouteDefinition } from './http/route.ts';
 import { MemoTrieRouter } from './http/router.ts';
 import type { ServerInstance } from './instance.ts';
 import type { LoadedPlugin } from './plugins/loader.ts';
+import { logRequest, requestStarted } from './logger.ts';
 
 /** `/api/auth/login` and `/auth/login` reach the same route: a proxy may strip `/api` or not. */
 function withoutApiPrefix(request: Request): string {
@@ -27,31 +28,6 @@ function withoutApiPrefix(request: Request): string {
   return path.startsWith('/api/') ? path.slice(4) : path;
 }
 
-/**
- * Headers every answer of an API should carry, unless the handler chose its own:
- * - `Cache-Control: no-store` (issue 24, finding 10): answers about a user (the session, the users API,
- *   plugin data) and errors must stay out of browser and shared caches; the /docs script keeps its year.
- * - `X-Content-Type-Options: nosniff`: a JSON answer is never run as a script or rendered as HTML.
- * - `Referrer-Policy: no-referrer`: redirects to identity providers and the /docs page tell no one
- *   where the browser came from.
- * Hono's `secureHeaders` sets these and more, but after the handler, through the Response's headers,
- * which costs the hot path (below); the rest of its set (HSTS, X-Frame-Options, COOP, CORP...) belongs
- * to the proxy or to pages (svc serves one: /docs, whose CSP says `frame-ancestors 'none'`), and would
- * keep frontends from framing asset downloads.
- *
- * Served by @hono/node-server (`c.env.outgoing`), they are preset on Node's response before the handler
- * runs (`presetHeader`), and the headers of the handler's Response override them in the one writeHead.
- * Going through the Response instead would turn its plain header object
- * into a Headers and back on GET /auth/session's hot path (measured: about 3 times the cost). Elsewhere
- * (an in-process `app.request`, another runtime) they are set on the Response after the handler.
- */
-const DEFAULT_HEADERS: [string, string][] = [
-  ['Cache-Control', 'no-store'],
-  ['X-Content-Type-Options', 'nosniff'],
-  ['Referrer-Policy', 'no-referrer'],
-];
-/** A request id the client sent is kept when it is short and plain (Hono's `requestId` rule). */
-const CLIENT_REQUEST_ID = /^[\w\-=]{1,255}$/;
 
 /**
  * The Hono application of one server instance: request ids and logs, body limit, error model
@@ -68,12 +44,11 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
    * that level is off).
    */
   const startRequest = (c: Context<AppEnv>): number => {
-    const sent = requestHeader(c, 'x-request-id');
-    const id = sent !== undefined && CLIENT_REQUEST_ID.test(sent) ? sent : crypto.randomUUID();
+    const id = requestIdFor(requestHeader(c, 'x-request-id'));
     c.set('requestId', id);
     presetHeader(c, 'X-Request-Id', id);
     if (nodeResponse(c)) for (const [name, value] of DEFAULT_HEADERS) presetHeader(c, name, value);
-    return logger.isLevelEnabled('info') ? performance.now() : 0;
+    return requestStarted(logger);
   };
   /** What ends every request: the DEFAULT_HEADERS where Node's response did not take them, and the log line. */
   const endRequest = (c: Context<AppEnv>, started: number): void => {
@@ -85,9 +60,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
         // Immutable headers (a fetch() Response passed through as is): the upstream decided.
       }
     }
-    if (started) {
-      logger.info({ reqId: c.get('requestId'), method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
-    }
+    logRequest(logger, started, c.get('requestId'), c.req.method, c.req.path, c.res.status);
   };
   /** Every error's answer (CONTRACT section 2): Hono's error handler, and the hooks' (below). */
   const onError = (err: Error, c: Context<AppEnv>): Response => {

@@ -1,5 +1,5 @@
-import { createAdaptorServer } from '@hono/node-server';
-import type { IncomingMessage } from 'node:http';
+import { getRequestListener } from '@hono/node-server';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -19,6 +19,7 @@ import type { AppEnv } from './http/env.ts';
 import { allowedOrigins } from './http/origins.ts';
 import { PresetHeadersResponse } from './http/response-headers.ts';
 import { Stores } from './store/index.ts';
+import { sessionLane } from '../routes/auth/session.ts';
 import { appTypeScriptFiles, typeScriptFor, typeScriptRegistered } from './typescript.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
@@ -163,7 +164,9 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     connectionsCheckingInterval: 1_000,
     ServerResponse: ShutdownAwareResponse,
   };
-  const http = createAdaptorServer({ fetch: app.fetch, hostname: config.env.host, serverOptions }) as import('node:http').Server;
+  // The app behind `GET /auth/session`'s lane (routes/auth/session.ts), which answers the plainest
+  // form of that request itself.
+  const http = createServer(serverOptions, sessionLane(instance, getRequestListener(app.fetch, { hostname: config.env.host })));
   try {
     // socket.io on the same server, ready before the first connection arrives.
     await instance.realtime.attach(http);

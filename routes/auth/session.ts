@@ -1,5 +1,10 @@
 import type { Context } from 'hono';
-import { readCookie } from '../../src/http/cookie.ts';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { cookieOf, readCookie } from '../../src/http/cookie.ts';
+import type { LookedUp, Session } from '../../src/auth/sessions.ts';
+import { isPending } from '../../src/http/dispatch.ts';
+import { DEFAULT_HEADERS, requestIdFor } from '../../src/http/response-headers.ts';
+import { logRequest, requestStarted } from '../../src/logger.ts';
 import type { Auth } from '../../src/auth/index.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
 import type { AppEnv } from '../../src/http/env.ts';
@@ -112,9 +117,69 @@ export const session = ({ auth }: ServerInstance) => {
     },
     // Not async: without `expand` the answer is ready at once (see `dispatchSynchronously`).
     handler: (c, { query }) => {
-      const s = c.get('session')!;
-      const body = { userId: s.userId, isAdmin: s.isAdmin, provider: s.provider, createdAt: isoTime(s.createdAt), expiresAt: isoTime(s.expiresAt), totp: s.totp === true };
+      const body = sessionAnswer(c.get('session')!);
       return query.expand === 'user' ? withUser(c, body) : c.json(body);
     },
   });
 };
+
+/** The answer of `GET /auth/session` (without `expand`). */
+const sessionAnswer = (s: Session) => ({ userId: s.userId, isAdmin: s.isAdmin, provider: s.provider, createdAt: isoTime(s.createdAt), expiresAt: isoTime(s.expiresAt), totp: s.totp === true });
+
+type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * `GET /auth/session` as a frontend polls it, answered on Node's request and response in front of
+ * the app (`next`: @hono/node-server's listener), the way the route above answers it: the same
+ * body, status and headers (request id, DEFAULT_HEADERS, the refreshed session cookie, JSON), the
+ * same session lookup (one GETEX, or none from the local cache) and the same access log line. It
+ * takes only the plainest form of the request: exactly this path (or `/api/auth/session`), no query,
+ * no body, no `Origin` (no CORS, no origin check to apply), and a session cookie that holds a
+ * session. Everything else goes to the app, which answers it as before (a cookie found to hold no
+ * session is not looked up twice: `auth.sessionless`; a store that failed is asked again there, and
+ * its error answered there). Why: a Request, a Context, the router and a Response per request were
+ * most of what this route cost above Node's own HTTP work (bench/README.md, "The session lane"),
+ * on the one route every open tab of every frontend calls.
+ */
+export function sessionLane({ auth, logger }: ServerInstance, next: NodeListener): NodeListener {
+  const answer = (req: IncomingMessage, res: ServerResponse, id: string, found: LookedUp | null, started: number) => {
+    if (!found) {
+      auth.sessionless.add(req);
+      return next(req, res);
+    }
+    const reqId = requestIdFor(req.headers['x-request-id'] as string | undefined);
+    const body = JSON.stringify(sessionAnswer(found.session));
+    const head: OutgoingHttpHeaders = { 'X-Request-Id': reqId };
+    for (const [name, value] of DEFAULT_HEADERS) head[name] = value;
+    const cookie = auth.refreshedCookie(id, found);
+    if (cookie !== null) head['Set-Cookie'] = cookie;
+    head['Content-Type'] = 'application/json';
+    head['Content-Length'] = Buffer.byteLength(body);
+    res.writeHead(200, head);
+    res.end(body);
+    logRequest(logger, started, reqId, 'GET', '/auth/session', 200);
+  };
+  // Nothing above throws but a defect: that request ends, the service goes on.
+  const failed = (res: ServerResponse, err: unknown) => {
+    logger.error({ err }, 'GET /auth/session could not be answered');
+    res.destroy();
+  };
+  return (req, res) => {
+    if (req.method !== 'GET' || (req.url !== '/auth/session' && req.url !== '/api/auth/session')) return next(req, res);
+    const { headers } = req;
+    if (headers.origin !== undefined || headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return next(req, res);
+    const id = cookieOf(headers.cookie, auth.cookieName);
+    if (!id) return next(req, res);
+    const started = requestStarted(logger);
+    try {
+      const found = auth.sessions.lookup(id);
+      if (!isPending(found)) return answer(req, res, id, found, started);
+      found.then(
+        (looked) => answer(req, res, id, looked, started),
+        () => next(req, res),
+      ).catch((err: unknown) => failed(res, err));
+    } catch (err) {
+      failed(res, err);
+    }
+  };
+}

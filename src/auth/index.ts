@@ -9,6 +9,7 @@ import type { AppEnv } from '../http/env.ts';
 import { AppError, forbidden } from '../http/errors.ts';
 import { isPending, syncAwareLayer, type SyncAwareLayer } from '../http/dispatch.ts';
 import { dropPresetHeader, presetHeader } from '../http/response-headers.ts';
+import { nodeRequest } from '../http/request-headers.ts';
 import type { Logger } from '../logger.ts';
 import type { Stores } from '../store/index.ts';
 import type { Store } from '../store/store.ts';
@@ -28,6 +29,7 @@ import { epochOf, isAdmin, UserService, WAYS_IN_IN_DOC, type UserDoc, type UserP
 import { PasskeyService, type PasskeyView } from './passkeys.ts';
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { Mailer } from '../email/transport.ts';
 import { EmailSelfService } from './self-service.ts';
 
@@ -463,6 +465,8 @@ export class Auth {
     c.set('can', (permission) => this.can(c, permission));
     const id = readCookie(c, this.cookieName);
     if (!id) return next();
+    const incoming = nodeRequest(c);
+    if (incoming && this.sessionless.has(incoming)) return next();
     const found = this.sessions.lookup(id);
     if (isPending(found)) {
       return found.then((session) => {
@@ -480,12 +484,25 @@ export class Auth {
     const { session } = found;
     c.set('authUser', { userId: session.userId, isAdmin: session.isAdmin, provider: session.provider });
     c.set('session', session);
-    const maxAge = this.sessions.cookieRefresh(found);
-    if (maxAge !== null) {
-      presetHeader(c, 'Set-Cookie', serialize(this.cookieName, id, this.cookieOptions(maxAge)));
+    const refreshed = this.refreshedCookie(id, found);
+    if (refreshed !== null) {
+      presetHeader(c, 'Set-Cookie', refreshed);
       c.set('cookieRefreshed', true);
     }
   }
+
+  /** The `Set-Cookie` value that renews the session cookie after this lookup (sliding sessions), or null. */
+  refreshedCookie(id: string, found: LookedUp): string | null {
+    const maxAge = this.sessions.cookieRefresh(found);
+    return maxAge === null ? null : serialize(this.cookieName, id, this.cookieOptions(maxAge));
+  }
+
+  /**
+   * Node requests whose session cookie was already looked up and found to hold no session (by
+   * `GET /auth/session`'s lane, routes/auth/session.ts, before it handed the request to the app):
+   * the session hook does not ask the store a second time.
+   */
+  readonly sessionless = new WeakSet<IncomingMessage>();
 
   /**
    * Route hook: 401 `unauthenticated` without a session, 403 `forbidden` for a non-admin when

@@ -14,7 +14,11 @@ const PLAIN_VALUE = /^[\w-]+$/;
  * (whitespace, quotes, escapes, the name mentioned earlier) goes to Hono's parser.
  */
 export function readCookie(c: Context, name: string): string | undefined {
-  const header = requestHeader(c, 'cookie');
+  return cookieOf(requestHeader(c, 'cookie'), name);
+}
+
+/** The cookie `name` of a `Cookie` header, as `readCookie` reads it (for Node's request, where there is no Context). */
+export function cookieOf(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   const at = header.indexOf(name);
   if (at === -1) return undefined;

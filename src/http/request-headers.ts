@@ -1,6 +1,9 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 
+/** Node's request, when @hono/node-server serves this one (`c.env.incoming`). */
+export const nodeRequest = (c: Context) => (c.env as Partial<HttpBindings> | undefined)?.incoming;
+
 /**
  * A request header by its lower-case name, as `c.req.header(name)` reads it. Served by
  * @hono/node-server (`c.env.incoming`), the header is read from the object Node parsed the head into
@@ -10,7 +13,7 @@ import type { Context } from 'hono';
  * CPU in a profile). Elsewhere (an in-process `app.request`, another runtime) it is `c.req.header`.
  */
 export function requestHeader(c: Context, lowerName: string): string | undefined {
-  const incoming = (c.env as Partial<HttpBindings> | undefined)?.incoming;
+  const incoming = nodeRequest(c);
   if (!incoming) return c.req.header(lowerName);
   const value = incoming.headers[lowerName];
   return typeof value === 'string' ? value : undefined;

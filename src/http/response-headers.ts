@@ -2,6 +2,35 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 
+/**
+ * Headers every answer of an API should carry, unless the handler chose its own:
+ * - `Cache-Control: no-store` (issue 24, finding 10): answers about a user (the session, the users API,
+ *   plugin data) and errors must stay out of browser and shared caches; the /docs script keeps its year.
+ * - `X-Content-Type-Options: nosniff`: a JSON answer is never run as a script or rendered as HTML.
+ * - `Referrer-Policy: no-referrer`: redirects to identity providers and the /docs page tell no one
+ *   where the browser came from.
+ * Hono's `secureHeaders` sets these and more, but after the handler, through the Response's headers,
+ * which costs the hot path (`presetHeader`); the rest of its set (HSTS, X-Frame-Options, COOP, CORP...) belongs
+ * to the proxy or to pages (svc serves one: /docs, whose CSP says `frame-ancestors 'none'`), and would
+ * keep frontends from framing asset downloads.
+ *
+ * Served by @hono/node-server (`c.env.outgoing`), they are preset on Node's response before the handler
+ * runs (`presetHeader`), and the headers of the handler's Response override them in the one writeHead.
+ * Going through the Response instead would turn its plain header object
+ * into a Headers and back on GET /auth/session's hot path (measured: about 3 times the cost). Elsewhere
+ * (an in-process `app.request`, another runtime) they are set on the Response after the handler.
+ */
+export const DEFAULT_HEADERS: [string, string][] = [
+  ['Cache-Control', 'no-store'],
+  ['X-Content-Type-Options', 'nosniff'],
+  ['Referrer-Policy', 'no-referrer'],
+];
+/** A request id the client sent is kept when it is short and plain (Hono's `requestId` rule). */
+const CLIENT_REQUEST_ID = /^[\w\-=]{1,255}$/;
+
+/** The request's id (`X-Request-Id`): the one the client sent when it is short and plain, else a new one. */
+export const requestIdFor = (sent: string | undefined): string => (sent !== undefined && CLIENT_REQUEST_ID.test(sent) ? sent : crypto.randomUUID());
+
 /** Node's response for this request, when @hono/node-server serves it (`c.env.outgoing`). */
 export const nodeResponse = (c: Context) => (c.env as Partial<HttpBindings> | undefined)?.outgoing;
 

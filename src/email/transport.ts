@@ -1,4 +1,5 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import { createRequire } from 'node:module';
+import type { Transporter } from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
 import { isLoopback, type Config } from '../config/load.ts';
 import type { Logger } from '../logger.ts';
@@ -22,6 +23,12 @@ const scrub = (message: string) => message.replace(/[^\s<>"'@]+@[^\s<>"']+/g, (a
  * happen after the answer. A failure is a log line (kind, masked address, the relay's reason), never
  * a token: a mail's text is never logged.
  */
+/**
+ * nodemailer, loaded when a mailer is configured: an instance without `SVC_SMTP_URL` does not carry it
+ * (about 3 MB of heap at rest). A CommonJS package, so it loads synchronously, as the constructor needs.
+ */
+const loadNodemailer = () => createRequire(import.meta.url)('nodemailer') as typeof import('nodemailer');
+
 export class Mailer {
   private readonly transport: Transporter<SMTPTransport.SentMessageInfo, SMTPTransport.Options> | undefined;
   private readonly pending = new Set<Promise<void>>();
@@ -35,7 +42,7 @@ export class Mailer {
     // `auth.email.timeouts` (seconds): a hung relay never holds a job for long.
     const { connect, greeting, socket } = config.auth.email.timeouts;
     this.transport = url
-      ? nodemailer.createTransport(
+      ? loadNodemailer().createTransport(
           {
             url,
             connectionTimeout: connect * 1000,

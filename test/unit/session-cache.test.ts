@@ -87,6 +87,20 @@ describe('SessionCache', () => {
     expect(cache.due('a', 'pushedAt', 1, 60_000)).toBe(true);
   });
 
+  it('epoch times in, epoch times out: pushes, the hard age and reads that began before the first push', () => {
+    const t0 = Date.UTC(2026, 10, 26, 6, 0, 0, 123);
+    const cache = live(10, 1000);
+    const token = cache.begin('a')!;
+    expect(cache.due('b', 'pushedAt', t0 + 5, 60_000)).toBe(true);
+    expect(cache.pushedAt('b')).toBe(t0 + 5);
+    cache.finish('a', token, record('u'), t0); // read before the first push
+    expect(cache.get('a', t0 + 999)).toBeDefined();
+    expect(cache.get('a', t0 + 1000)).toBeUndefined();
+    expect(cache.due('b', 'pushedAt', t0 + 60_004, 60_000)).toBe(false);
+    expect(cache.due('b', 'pushedAt', t0 + 60_005, 60_000)).toBe(true);
+    expect(cache.pushedAt('b')).toBe(t0 + 60_005);
+  });
+
   it('holds at most maxEntries sessions, the least recently used out first', () => {
     const cache = live(3);
     for (const hash of ['a', 'b', 'c']) fill(cache, hash);

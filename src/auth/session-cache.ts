@@ -9,7 +9,7 @@ type Stamp = 'pushedAt' | 'seenAt';
 /**
  * The times of an entry are milliseconds since the cache's `base` (its first use), not since the epoch:
  * small integers, which V8 keeps inside the object, where an epoch time is a number object of its own
- * (16 bytes, three per entry: about 5 MB per 100,000 cached sessions). Past 24 days of uptime they are
+ * (three per entry; measured: 3 MB less live heap per 100,000 cached sessions). Past 24 days of uptime they are
  * number objects again, as correct, only larger.
  */
 interface Entry {

@@ -15,6 +15,12 @@ export const maskAddress = (address: string) => address.replace(/^([^@]?)[^@]*@/
 const scrub = (message: string) => message.replace(/[^\s<>"'@]+@[^\s<>"']+/g, (a) => maskAddress(a));
 
 /**
+ * nodemailer, loaded when a mailer is configured: an instance without `SVC_SMTP_URL` does not carry it
+ * (about 3 MB of heap at rest). A CommonJS package, so it loads synchronously, as the constructor needs.
+ */
+const loadNodemailer = () => createRequire(import.meta.url)('nodemailer') as typeof import('nodemailer');
+
+/**
  * Mail through SMTP (CONTRACT 12): nodemailer on `SVC_SMTP_URL` (STARTTLS when the server offers it,
  * `smtps://` for TLS from the start), sender `SVC_MAIL_FROM`.
  *
@@ -23,12 +29,6 @@ const scrub = (message: string) => message.replace(/[^\s<>"'@]+@[^\s<>"']+/g, (a
  * happen after the answer. A failure is a log line (kind, masked address, the relay's reason), never
  * a token: a mail's text is never logged.
  */
-/**
- * nodemailer, loaded when a mailer is configured: an instance without `SVC_SMTP_URL` does not carry it
- * (about 3 MB of heap at rest). A CommonJS package, so it loads synchronously, as the constructor needs.
- */
-const loadNodemailer = () => createRequire(import.meta.url)('nodemailer') as typeof import('nodemailer');
-
 export class Mailer {
   private readonly transport: Transporter<SMTPTransport.SentMessageInfo, SMTPTransport.Options> | undefined;
   private readonly pending = new Set<Promise<void>>();

@@ -277,14 +277,13 @@ const bare: Stack = {
   check: (body) => isObject(body) && typeof body.userId === 'string',
 };
 
+// The same static answer on node:http with no framework: the floor of Node's own HTTP work.
 const nodeRaw: Stack = {
+  ...bare,
   id: 'node-raw',
   label: 'node:http (no framework)',
   description: 'bench/peers/node-raw.ts: node:http answering a static JSON object; no framework, no cookie, no store (the floor of Node itself).',
-  path: '/session',
   start: (ctx) => startPeer(ctx, 'node-raw', 'node-raw.ts'),
-  login: async () => null,
-  check: (body) => isObject(body) && typeof body.userId === 'string',
 };
 
 /** In ABBA order the list is run forwards, then backwards. */

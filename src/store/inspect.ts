@@ -33,7 +33,10 @@ export interface ScanQuery {
 
 /** Read-only access to one store and db, opened for one request; the caller closes it. */
 export interface StoreInspector {
-  /** The keys `offset` .. `offset + limit - 1` in scan order, with type and TTL; `hasMore`: a next page exists. */
+  /**
+   * The keys `offset` .. `offset + limit - 1` sorted by name (a Redis of more than SORTED_KEYSPACE_LIMIT
+   * keys: in SCAN order), with type and TTL; `hasMore`: a next page exists.
+   */
   scan(q: ScanQuery): Promise<{ items: InspectedKey[]; hasMore: boolean }>;
   /** One key's type, TTL and contents; null when it does not exist (or expired meanwhile). */
   read(key: string): Promise<InspectedEntry | null>;

@@ -141,22 +141,19 @@ export class MemoryStore implements Store {
 
   /**
    * Read-only view for the cache list, through the interface a Redis store gives. One keyspace, so
-   * every db index shows the same keys (in insertion order); its values are strings and sets.
+   * every db index shows the same keys (sorted by name, as a Redis of this size lists them); its values
+   * are strings and sets.
    */
   async inspect(): Promise<StoreInspector> {
     return {
       scan: async ({ pattern, offset, limit }: ScanQuery) => {
         const glob = pattern || '*';
-        const items = [];
-        let seen = 0;
-        for (const key of [...this.data.keys()]) {
-          if (!this.live(key) || !globMatch(glob, key)) continue;
-          if (seen >= offset + limit) return { items, hasMore: true };
-          if (seen++ < offset) continue;
+        const names = [...this.data.keys()].filter((key) => this.live(key) && globMatch(glob, key)).sort();
+        const items = names.slice(offset, offset + limit).map((key) => {
           const found = this.peek(key);
-          items.push({ key, ttl: found?.ttl ?? -2, type: found?.type ?? 'none' });
-        }
-        return { items, hasMore: false };
+          return { key, ttl: found?.ttl ?? -2, type: found?.type ?? 'none' };
+        });
+        return { items, hasMore: names.length > offset + limit };
       },
       read: async (key): Promise<InspectedEntry | null> => {
         const found = this.peek(key);

@@ -58,33 +58,24 @@ function keyspaceNodes(client: Redis | Cluster): Redis[] {
 }
 
 /**
- * One page of keys by SCAN (never KEYS, which blocks Redis for the whole keyspace), over every master
- * of a cluster in turn. The order of SCAN does not depend on COUNT, so skipping `offset` keys gives the
- * same pages on every call while the keyspace does not change. Then one pipelined round trip per server
- * reads TYPE and TTL of the page.
+ * Up to this many keys in the keyspace (DBSIZE, every master of a cluster together), a page is cut
+ * from the matching keys sorted by name: SCAN walks the whole keyspace (a few rounds of COUNT
+ * MAX_SCAN_COUNT) on every page. Pages then stay put when Redis grows or shrinks its hash table
+ * between two requests, which reorders SCAN: after a burst of writes, pages in SCAN order showed
+ * one key twice and missed another. Above it, walking everything for each page would cost a second
+ * per million keys, so pages follow SCAN order and stop early.
  */
-export async function scanPage(client: Redis | Cluster, { pattern, offset, limit }: ScanQuery, hooks: PageHooks = {}): Promise<{ items: InspectedKey[]; hasMore: boolean }> {
-  const wanted = offset + limit + 1; // one more than the page says whether there is a next one
-  const keys: { key: string; node: Redis }[] = [];
-  const onPage = new Set<string>(); // SCAN may return a key twice while Redis rehashes
-  let seen = 0;
-  for (const node of keyspaceNodes(client)) {
-    let cursor = '0';
-    do {
-      const count = Math.min(MAX_SCAN_COUNT, Math.max(MIN_SCAN_COUNT, wanted - seen));
-      const [next, batch] = await node.scan(cursor, 'MATCH', pattern || '*', 'COUNT', count);
-      cursor = next;
-      for (const key of batch) {
-        if (seen >= offset && seen < offset + limit) {
-          if (onPage.has(key)) continue;
-          onPage.add(key);
-          keys.push({ key, node });
-        }
-        seen++;
-      }
-    } while (cursor !== '0' && seen < wanted);
-    if (seen >= wanted) break;
-  }
+export const SORTED_KEYSPACE_LIMIT = 100_000;
+
+/**
+ * One page of keys by SCAN (never KEYS, which blocks Redis for the whole keyspace), over every master
+ * of a cluster, then one pipelined round trip per server reads TYPE and TTL of the page. Sorted by
+ * name up to SORTED_KEYSPACE_LIMIT keys; above it in SCAN order, stable while Redis does not resize.
+ */
+export async function scanPage(client: Redis | Cluster, query: ScanQuery, hooks: PageHooks = {}): Promise<{ items: InspectedKey[]; hasMore: boolean }> {
+  const nodes = keyspaceNodes(client);
+  const size = (await Promise.all(nodes.map((node) => node.dbsize()))).reduce((a, b) => a + b, 0);
+  const { keys, hasMore } = size <= SORTED_KEYSPACE_LIMIT ? await sortedKeys(nodes, query) : await scanOrderKeys(nodes, query);
   await hooks.afterScan?.(keys.map((k) => k.key));
 
   const summaries = new Map<string, InspectedKey>();
@@ -102,7 +93,55 @@ export async function scanPage(client: Redis | Cluster, { pattern, offset, limit
       summaries.set(key, { key, ttl: Number(ttl), type: String(type) });
     });
   }
-  return { items: keys.map((k) => summaries.get(k.key)!), hasMore: seen > offset + limit };
+  return { items: keys.map((k) => summaries.get(k.key)!), hasMore };
+}
+
+type PageKeys = { keys: { key: string; node: Redis }[]; hasMore: boolean };
+
+/** Every matching key of every node (a Map: SCAN may return a key twice while Redis rehashes), sorted, then the page. */
+async function sortedKeys(nodes: Redis[], { pattern, offset, limit }: ScanQuery): Promise<PageKeys> {
+  const found = new Map<string, Redis>();
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, batch] = await node.scan(cursor, 'MATCH', pattern || '*', 'COUNT', MAX_SCAN_COUNT);
+      cursor = next;
+      for (const key of batch) found.set(key, node);
+    } while (cursor !== '0');
+  }
+  const names = [...found.keys()].sort();
+  const page = names.slice(offset, offset + limit).map((key) => ({ key, node: found.get(key)! }));
+  return { keys: page, hasMore: names.length > offset + limit };
+}
+
+/**
+ * SCAN order, node after node (masters in address order): the order of SCAN does not depend on COUNT,
+ * so skipping `offset` keys gives the same pages on every call while the hash tables keep their size.
+ * Stops one key after the page (which says whether there is a next one).
+ */
+async function scanOrderKeys(nodes: Redis[], { pattern, offset, limit }: ScanQuery): Promise<PageKeys> {
+  const wanted = offset + limit + 1;
+  const keys: { key: string; node: Redis }[] = [];
+  const onPage = new Set<string>(); // SCAN may return a key twice while Redis rehashes
+  let seen = 0;
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const count = Math.min(MAX_SCAN_COUNT, Math.max(MIN_SCAN_COUNT, wanted - seen));
+      const [next, batch] = await node.scan(cursor, 'MATCH', pattern || '*', 'COUNT', count);
+      cursor = next;
+      for (const key of batch) {
+        if (seen >= offset && seen < offset + limit) {
+          if (onPage.has(key)) continue;
+          onPage.add(key);
+          keys.push({ key, node });
+        }
+        seen++;
+      }
+    } while (cursor !== '0' && seen < wanted);
+    if (seen >= wanted) break;
+  }
+  return { keys, hasMore: seen > offset + limit };
 }
 
 type Reply = [Error | null, unknown][];

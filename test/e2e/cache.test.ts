@@ -486,6 +486,61 @@ describe.skipIf(!redisUrl)('svc__cache on a private redis-server: never writes, 
   });
 });
 
+describe.skipIf(!redisUrl)('svc__cache paging on a private redis-server: sorted pages that stay put, and early stops on a big keyspace', () => {
+  let t: TestApp;
+  let admin: TestClient;
+  let priv: Awaited<ReturnType<typeof startPrivateRedis>>;
+  let redis: Redis;
+  const page = async (pattern: string, offset: number, limit: number) => {
+    const res = await admin.fetch(`/svc__cache/cacheEntries?${q({ instance: 'paging', pattern, offset, limit })}`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { items: { key: string }[]; hasMore: boolean };
+    return { keys: body.items.map((i) => i.key), hasMore: body.hasMore };
+  };
+  const fill = async (count: number, name: (i: number) => string) => {
+    for (let i = 0; i < count; i += 10_000) {
+      const p = redis.pipeline();
+      for (let j = i; j < Math.min(count, i + 10_000); j++) p.set(name(j), '1');
+      await p.exec();
+    }
+  };
+
+  beforeAll(async () => {
+    priv = await startPrivateRedis();
+    redis = new Redis(priv.url);
+    t = await createTestApp({ env: { SVC_STORE_PAGING_URL: priv.url } });
+    ({ admin } = await adminAndUser(t));
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await t?.close();
+    await priv?.stop();
+  });
+
+  it('pages are sorted by name and neither repeat nor miss a key when Redis resizes its hash table between them', async () => {
+    const listed = Array.from({ length: 300 }, (_, i) => `listed:${randomUUID()}:${i}`);
+    await redis.mset(...listed.flatMap((k) => [k, 'v']));
+    const first = await page('listed:*', 0, 100);
+    await fill(20_000, (i) => `other:${i}`); // the table grows (and is rehashed) between two pages
+    const second = await page('listed:*', 100, 100);
+    await redis.flushdb();
+    await redis.mset(...listed.flatMap((k) => [k, 'v'])); // and shrinks back to a few hundred keys
+    const third = await page('listed:*', 200, 100);
+    expect([first.hasMore, second.hasMore, third.hasMore]).toEqual([true, true, false]);
+    expect([...first.keys, ...second.keys, ...third.keys]).toEqual([...listed].sort());
+  });
+
+  it('above 100,000 keys a first page stops after one SCAN instead of walking the whole keyspace', async () => {
+    await redis.flushdb();
+    await fill(100_001, (i) => `big:${i}`);
+    await redis.config('RESETSTAT');
+    const first = await page('', 0, 25);
+    expect(first.keys).toHaveLength(25);
+    expect(first.hasMore).toBe(true);
+    expect((await commandCalls(redis)).get('scan')).toBe(1);
+  });
+});
+
 describe.skipIf(!redisUrl)('svc__cache on a frozen Redis', () => {
   it('a Redis that accepts connections but never answers (SIGSTOP) answers 503 within the command timeout, not a hung request', async () => {
     const { startPrivateRedis: onPort } = await import('../support/private-redis.ts');

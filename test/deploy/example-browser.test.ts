@@ -1,8 +1,9 @@
 // The reference login UI (examples/login, issue 38) built exactly as `npm run example` builds it,
 // served by the deployment's nginx at the app origin (/api/ to two svc instances), driven in Debian's
 // Chromium like a person would: sign-up with the link from a real SMTP server's mail, password login,
-// own sessions, TOTP on (the code computed from the QR's otpauth URI) and the second step, step-up,
-// passkeys through a CDP virtual authenticator, OAuth login and connected accounts through a real
+// own sessions, TOTP on (the code computed from the QR's otpauth URI) and the second step, step-up
+// (answered with the password, then with a passkey), passkeys through a CDP virtual authenticator
+// (added, used to log in, renamed, removed), OAuth login and connected accounts through a real
 // OpenID provider, forgot/reset and the magic link from the mails. Screenshots of each page:
 // test-results/deploy/example/.
 
@@ -255,14 +256,30 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await page.waitForURL(`${d.appOrigin}/login`);
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await expectAccount(page, person.email);
+    person.signedInAt = Date.now();
     await shots.take(page, 'signed in with the passkey');
   });
 
-  it('TOTP off with the password (after a step-up if the login is old), and the passkey removed', async () => {
+  it('the passkey renamed, TOTP off after a step-up answered with the passkey, the passkey removed', async () => {
+    await mainButton(page, 'Rename passkey Virtual key').click();
+    const name = page.getByLabel('New name', { exact: true });
+    await poll(() => name.evaluate((el) => el === document.activeElement)).toBe(true);
+    await name.fill('Laptop key');
+    await shots.take(page, 'passkeys: rename');
+    await mainButton(page, 'Save').click();
+    await poll(() => page.getByRole('status').textContent()).toBe('Passkey renamed to Laptop key.');
+    expect(await page.locator('#passkeys li strong').allTextContents()).toEqual(['Laptop key']);
+
+    // Past freshAge since the passkey login: turning TOTP off asks who it is; the passkey answers.
+    await sleep(Math.max(0, person.signedInAt + (FRESH_AGE + 1) * 1000 - Date.now()));
     await page.locator('#totp').getByLabel('Password', { exact: true }).fill(person.password);
     await mainButton(page, 'Turn off').click();
-    await afterStepUp(page, page.locator('#totp').getByText('Off.'), person.password);
-    await mainButton(page, 'Remove passkey Virtual key').click();
+    const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Use a passkey' }).click();
+    await page.locator('#totp').getByText('Off.').waitFor({ timeout: 20_000 });
+    expect(await page.getByRole('status').textContent()).toBe('Two-step verification is off.');
+    await mainButton(page, 'Remove passkey Laptop key').click();
     await poll(() => page.locator('#passkeys li').count()).toBe(0);
     await shots.take(page, 'totp off, passkey removed');
   });

@@ -4,7 +4,7 @@
 // the last three and /login/link), /account (sessions, password, TOTP, passkeys, connected accounts).
 // Anything that needs a fresh login asks for it in a dialog (step-up) and then goes on.
 
-import { createClient, isLoggedIn, SvcError, type LoginResult, type OAuthProvider, type Proof, type Session } from '@svc/client';
+import { createClient, isLoggedIn, SvcError, type LoginResult, type OAuthProvider, type Passkey, type Proof, type Session } from '@svc/client';
 import { actionButton, clearMessages, field, form, h, link, page, say, showError } from './dom.ts';
 
 declare global {
@@ -371,6 +371,26 @@ function totpSection(session: Session): HTMLElement {
   return section;
 }
 
+/** Swaps the passkey's row for a form with its name, focused; Save renames it, Cancel puts the row back. */
+async function renamePasskey(passkey: Passkey): Promise<void> {
+  const row = document.querySelector(`#passkeys li[data-id="${CSS.escape(passkey.id)}"]`)!;
+  const rename = form(
+    {
+      label: `Rename passkey ${passkey.name}`,
+      submit: 'Save',
+      action: async ({ name = '' }) => {
+        const renamed = await svc.renamePasskey(passkey.id, name.trim());
+        say(`Passkey renamed to ${renamed.name}.`);
+        await accountPage();
+      },
+    },
+    field('New name', { name: 'name', value: passkey.name, autocomplete: 'off', maxlength: '64', required: true }),
+  );
+  rename.querySelector('.actions')!.append(actionButton('Cancel', () => accountPage()));
+  row.replaceChildren(rename);
+  row.querySelector('input')?.focus();
+}
+
 async function passkeysSection(): Promise<HTMLElement> {
   const { items } = await svc.passkeys();
   return h(
@@ -384,8 +404,9 @@ async function passkeysSection(): Promise<HTMLElement> {
           ...items.map((p) =>
             h(
               'li',
-              {},
+              { 'data-id': p.id },
               h('span', {}, h('strong', {}, p.name), h('br'), `added ${when(p.createdAt)}, last used ${when(p.lastUsedAt)}`),
+              actionButton('Rename', async () => renamePasskey(p), { 'aria-label': `Rename passkey ${p.name}` }),
               actionButton(
                 'Remove',
                 async () => {

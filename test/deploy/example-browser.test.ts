@@ -267,8 +267,8 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await name.fill('Laptop key');
     await shots.take(page, 'passkeys: rename');
     await mainButton(page, 'Save').click();
-    await poll(() => page.getByRole('status').textContent()).toBe('Passkey renamed to Laptop key.');
-    expect(await page.locator('#passkeys li strong').allTextContents()).toEqual(['Laptop key']);
+    await poll(() => page.locator('#passkeys li strong').allTextContents()).toEqual(['Laptop key']);
+    expect(await page.getByRole('status').textContent()).toBe('Passkey renamed to Laptop key.');
 
     // Past freshAge since the passkey login: turning TOTP off asks who it is; the passkey answers.
     await sleep(Math.max(0, person.signedInAt + (FRESH_AGE + 1) * 1000 - Date.now()));

@@ -39,7 +39,7 @@ export function cacheRoutes(instance: PluginInstance) {
       path: '/cacheEntries',
       onRequest: adminOnly,
       config: { type: 'dataList' },
-      schema: { summary: 'A page of keys', description: 'SCAN with MATCH, then TYPE and TTL of the page in one pipelined round trip.', tags, query: entriesQuery },
+      schema: { summary: 'A page of keys', description: 'SCAN with MATCH (keys sorted by name on a keyspace of up to 100,000 keys, in SCAN order above), then TYPE and TTL of the page in one pipelined round trip.', tags, query: entriesQuery },
       handler: async (c, { query }) => {
         const { items, hasMore } = await withInspector(instance, query.instance, query.db, (r) => r.scan(query));
         return c.json({ items, offset: query.offset, limit: query.limit, hasMore });

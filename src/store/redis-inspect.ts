@@ -98,16 +98,23 @@ export async function scanPage(client: Redis | Cluster, query: ScanQuery, hooks:
 
 type PageKeys = { keys: { key: string; node: Redis }[]; hasMore: boolean };
 
-/** Every matching key of every node (a Map: SCAN may return a key twice while Redis rehashes), sorted, then the page. */
-async function sortedKeys(nodes: Redis[], { pattern, offset, limit }: ScanQuery): Promise<PageKeys> {
-  const found = new Map<string, Redis>();
+/** SCAN MATCH over every node in turn, one batch of keys per round trip; `count()` is asked before each. */
+async function* scanBatches(nodes: Redis[], pattern: string, count: () => number): AsyncGenerator<{ node: Redis; batch: string[] }> {
   for (const node of nodes) {
     let cursor = '0';
     do {
-      const [next, batch] = await node.scan(cursor, 'MATCH', pattern || '*', 'COUNT', MAX_SCAN_COUNT);
+      const [next, batch] = await node.scan(cursor, 'MATCH', pattern || '*', 'COUNT', count());
       cursor = next;
-      for (const key of batch) found.set(key, node);
+      yield { node, batch };
     } while (cursor !== '0');
+  }
+}
+
+/** Every matching key of every node (a Map: SCAN may return a key twice while Redis rehashes), sorted, then the page. */
+async function sortedKeys(nodes: Redis[], { pattern, offset, limit }: ScanQuery): Promise<PageKeys> {
+  const found = new Map<string, Redis>();
+  for await (const { node, batch } of scanBatches(nodes, pattern, () => MAX_SCAN_COUNT)) {
+    for (const key of batch) found.set(key, node);
   }
   const names = [...found.keys()].sort();
   const page = names.slice(offset, offset + limit).map((key) => ({ key, node: found.get(key)! }));
@@ -124,21 +131,15 @@ async function scanOrderKeys(nodes: Redis[], { pattern, offset, limit }: ScanQue
   const keys: { key: string; node: Redis }[] = [];
   const onPage = new Set<string>(); // SCAN may return a key twice while Redis rehashes
   let seen = 0;
-  for (const node of nodes) {
-    let cursor = '0';
-    do {
-      const count = Math.min(MAX_SCAN_COUNT, Math.max(MIN_SCAN_COUNT, wanted - seen));
-      const [next, batch] = await node.scan(cursor, 'MATCH', pattern || '*', 'COUNT', count);
-      cursor = next;
-      for (const key of batch) {
-        if (seen >= offset && seen < offset + limit) {
-          if (onPage.has(key)) continue;
-          onPage.add(key);
-          keys.push({ key, node });
-        }
-        seen++;
+  for await (const { node, batch } of scanBatches(nodes, pattern, () => Math.min(MAX_SCAN_COUNT, Math.max(MIN_SCAN_COUNT, wanted - seen)))) {
+    for (const key of batch) {
+      if (seen >= offset && seen < offset + limit) {
+        if (onPage.has(key)) continue;
+        onPage.add(key);
+        keys.push({ key, node });
       }
-    } while (cursor !== '0' && seen < wanted);
+      seen++;
+    }
     if (seen >= wanted) break;
   }
   return { keys, hasMore: seen > offset + limit };

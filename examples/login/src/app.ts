@@ -406,7 +406,7 @@ async function passkeysSection(): Promise<HTMLElement> {
               'li',
               { 'data-id': p.id },
               h('span', {}, h('strong', {}, p.name), h('br'), `added ${when(p.createdAt)}, last used ${when(p.lastUsedAt)}`),
-              actionButton('Rename', async () => renamePasskey(p), { 'aria-label': `Rename passkey ${p.name}` }),
+              actionButton('Rename', () => renamePasskey(p), { 'aria-label': `Rename passkey ${p.name}` }),
               actionButton(
                 'Remove',
                 async () => {

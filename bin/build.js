@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { ensureDocsBundle } from './docs-bundle.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = path.join(root, 'dist');
@@ -18,25 +19,15 @@ const stampName = '.built';
 const lock = path.join(root, 'dist.lock');
 
 /**
- * The API reference page's browser script (`/docs/scalar.js`), copied from `@scalar/api-reference` into
- * `<out>/vendor/scalar/`: the package is a devDependency (276 packages, 154 MB for one 4 MB file), so
- * a production install (`npm ci --omit=dev`) runs without it. Its name, version (the page's
- * cache-busting `?v=`) and licence go along in a package.json of their own.
+ * The API reference page's browser script (`/docs/scalar.js`), copied into `<out>/vendor/scalar/` with
+ * its package.json (name, version: the page's cache-busting `?v=`, licence): fetched once by
+ * bin/docs-bundle.js, so a production install has nothing of it in node_modules.
  */
 function vendorScalar(out) {
-  const require = createRequire(import.meta.url);
-  let packageDir;
-  try {
-    packageDir = path.resolve(path.dirname(require.resolve('@scalar/api-reference')), '..');
-  } catch {
-    throw new Error('@scalar/api-reference is not installed (a devDependency): run `npm ci` with devDependencies to build');
-  }
+  const from = ensureDocsBundle();
   const target = path.join(out, 'vendor', 'scalar');
   mkdirSync(target, { recursive: true });
-  // The package's exports map does not expose these files, so they are read by path.
-  copyFileSync(path.join(packageDir, 'dist/browser/standalone.js'), path.join(target, 'standalone.js'));
-  const { name, version, license } = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8'));
-  writeFileSync(path.join(target, 'package.json'), `${JSON.stringify({ name, version, license }, null, 2)}\n`);
+  for (const file of ['standalone.js', 'package.json']) copyFileSync(path.join(from, file), path.join(target, file));
 }
 
 /** The newest modification time of the sources that go into dist/. */

@@ -1,14 +1,13 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineRoute, type RouteDefinition } from './route.ts';
 
 /**
  * The API reference page (`/docs`, Scalar) without third-party code: its script is the standalone
- * browser bundle of `@scalar/api-reference` (pinned by package-lock), served from this origin at
+ * browser bundle of `@scalar/api-reference` (pinned in bin/docs-bundle.js), served from this origin at
  * `/docs/scalar.js`. A CDN script would run on the session cookie's origin and could call every route
  * the visitor may call (security review, issue 24, finding 5); it also needed a network.
  *
@@ -22,23 +21,20 @@ interface Bundle {
 }
 
 /**
- * Where the bundle is. The package is a devDependency (hundreds of packages for one browser file): the
- * build copies the file into `dist/vendor/scalar/` (bin/build.js), and the compiled service serves that
- * copy, so a production install does without the package. Run from the sources (`npm run dev`, tests),
- * it is read from the installed package. Looked up on the first request, not at start-up: most
- * processes never serve the page, and the CLI (run from the sources) never does.
+ * Where the bundle is: `vendor/scalar/` beside `src/` (fetched by bin/docs-bundle.js: `npm run dev`,
+ * the test suites), which is `dist/vendor/scalar/` for the compiled service (copied there by the
+ * build), so a production install needs no package for it. Looked up on the first request, not at
+ * start-up: most processes never serve the page, and the CLI never does.
  */
 function locateBundle(): Bundle {
-  if (!import.meta.url.endsWith('.ts')) {
-    const vendored = fileURLToPath(new URL('../../vendor/scalar/', import.meta.url));
-    const { version } = JSON.parse(readFileSync(path.join(vendored, 'package.json'), 'utf8')) as { version: string };
-    return { file: path.join(vendored, 'standalone.js'), version };
+  const dir = fileURLToPath(new URL('../../vendor/scalar/', import.meta.url));
+  let version: string;
+  try {
+    ({ version } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string });
+  } catch (err) {
+    throw new Error(`the /docs page's script is missing from ${dir} (run \`node bin/docs-bundle.js\`; \`npm run build\` does it): ${(err as Error).message}`, { cause: err });
   }
-  const require = createRequire(import.meta.url);
-  const packageDir = path.resolve(path.dirname(require.resolve('@scalar/api-reference')), '..');
-  // The package's exports map does not expose these files, so they are read by path.
-  const { version } = require(path.join(packageDir, 'package.json')) as { version: string };
-  return { file: path.join(packageDir, 'dist/browser/standalone.js'), version };
+  return { file: path.join(dir, 'standalone.js'), version };
 }
 let located: Bundle | undefined;
 const bundleInfo = () => (located ??= locateBundle());

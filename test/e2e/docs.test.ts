@@ -1,6 +1,6 @@
 // The API reference page (security review, issue 24, finding 5). `/docs` used to load an unpinned
 // script from a CDN, which then ran on the session cookie's origin. Now every script and style of the
-// page comes from this service (the npm package pinned by package-lock), and a strict
+// page comes from this service (the npm package's tarball, pinned by bin/docs-bundle.js), and a strict
 // Content-Security-Policy allows nothing else. Checked at `/docs` and at `/api/docs` (the page uses
 // relative URLs, so it works behind a proxy that keeps the prefix).
 

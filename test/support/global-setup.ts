@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { startMongoTestServer } from './mongo.ts';
 import { ensureRedis } from './redis.ts';
@@ -19,6 +21,9 @@ const loud = (line: string) => process.stderr.write(`\n${'!'.repeat(8)} ${line} 
  * fails the run.
  */
 export default async function setup(project: TestProject) {
+  // `/docs/scalar.js`, served from the sources' `vendor/scalar/` (npm's cache has it after the first run).
+  const bundle = spawnSync(process.execPath, [fileURLToPath(new URL('../../bin/docs-bundle.js', import.meta.url))], { encoding: 'utf8' });
+  if (bundle.status !== 0) throw new Error(bundle.stderr);
   const [redis, mongo] = await Promise.all([ensureRedis(), startMongoTestServer()]);
   const missing: string[] = [];
   if (!redis) missing.push('Redis');

@@ -4,7 +4,7 @@ import { presentEntry, TRANSPORT_LIMIT } from './present.ts';
 import { isSecretKey, redact, REDACTED, redactText } from './redact.ts';
 
 describe('svc__cache redaction and presentation (no Redis)', () => {
-  it('matches the secret patterns case-insensitively anywhere in a key', () => {
+  it('matches the secret patterns case-insensitively anywhere in a key (auth and otp at the start of a word)', () => {
     for (const k of ['Password', 'api-key', 'API_KEY', 'apikey', 'privateKey', 'private_key', 'refresh_token', 'Authorization', 'x-bearer', 'client_secret', 'credentials', 'accessToken']) {
       expect(isSecretKey(k), k).toBe(true);
     }
@@ -12,7 +12,13 @@ describe('svc__cache redaction and presentation (no Redis)', () => {
     for (const k of ['pwd', 'db_passwd', 'secretKey', 'sessionId', 'session_id', 'cookie', 'Set-Cookie', 'auth', 'authCode', 'otp', 'codeVerifier', 'privkey', 'dsn']) {
       expect(isSecretKey(k), k).toBe(true);
     }
-    for (const k of ['name', 'pass', 'api', 'key', 'private', 'tok', 'session', 'code', 'id']) expect(isSecretKey(k), k).toBe(false);
+    // The short names at the start of a word, camelCase words included.
+    for (const k of ['AUTH', 'auth_header', 'x-auth', 'xAuthToken', 'authData', 'OTP', 'otpCode', 'totp', 'hotp_seed', 'otpauthUri', 'userTotp', 'OAuthToken', 'APIKey', 'apiKey']) {
+      expect(isSecretKey(k), k).toBe(true);
+    }
+    for (const k of ['name', 'pass', 'api', 'key', 'private', 'tok', 'session', 'code', 'id', 'author', 'authorName', 'authority', 'oauthProvider', 'footprint', 'footprints', 'lotpair']) {
+      expect(isSecretKey(k), k).toBe(false);
+    }
   });
 
   it('a __proto__ key stays an own property of the copy, and is not a way around redaction', () => {

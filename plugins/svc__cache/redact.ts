@@ -1,8 +1,11 @@
 /**
  * Secret redaction of the cache list (SPEC.md rule 7, widened by issue 35 finding 8). Code-level
- * configuration, not a UI setting: a JSON object key matching any of these (case-insensitive,
- * anywhere in the key, so `db_password` and `X-Api-Key` count) has its value replaced by `******`,
- * whatever that value is (an object under `credentials` goes as a whole).
+ * configuration, not a UI setting: a JSON object key matching any of these has its value replaced by
+ * `******`, whatever that value is (an object under `credentials` goes as a whole). A key is matched
+ * in snake case (`accessToken` -> `access_token`, `X-Api-Key` -> `x-api-key`), anywhere in it, so
+ * `db_password` and `X-Api-Key` count. The two short names match at the start of a word only:
+ * `auth` (`auth`, `authCode`, `x-auth`, but not `author`, `authority` or `oauthProvider`) and
+ * `otp` (`otp`, `totp`, `hotp`, `otpauthUri`, but not `footprint`).
  *
  * Beyond object keys, every string is looked into: a string that holds JSON (a JSON value inside a
  * string, double-encoded JSON, JSON after a byte-order mark) is redacted as JSON; other text has
@@ -21,19 +24,23 @@ export const SECRET_KEY_PATTERNS: readonly RegExp[] = Object.freeze([
   /access[_-]?token/i,
   /refresh[_-]?token/i,
   /authorization/i,
-  /auth/i,
+  /(?:^|[^a-z])auth(?!or)/i,
   /bearer/i,
   /session[_-]?id/i,
   /cookie/i,
-  /otp/i,
+  /(?:^|[^a-z])[th]?otp/i,
   /code[_-]?verifier/i,
   /dsn/i,
 ]);
 
 export const REDACTED = '******';
 
+/** `accessToken` -> `access_token`: the patterns see camelCase words as separate words. */
+const snakeCase = (key: string) => key.replace(/(?<=[a-z0-9])(?=[A-Z])/g, '_').toLowerCase();
+
 export function isSecretKey(key: string): boolean {
-  return SECRET_KEY_PATTERNS.some((pattern) => pattern.test(key));
+  const name = snakeCase(key);
+  return SECRET_KEY_PATTERNS.some((pattern) => pattern.test(name));
 }
 
 /** Text that may be JSON: an object, an array or a string literal, after blanks or a byte-order mark. */

@@ -112,15 +112,20 @@ describe('GET/DELETE /auth/sessions', () => {
     expect((await one.fetch('/auth/session')).status).toBe(401);
   });
 
-  it('bad input: 401 anonymous, 400 malformed id, 404 unknown id or another user\'s session', async () => {
+  it('bad input: 401 anonymous; 404 for a malformed id, an unknown id or another user\'s session (none is one of yours); 400 past 128 characters', async () => {
     const a = await app();
     const alice = await loginAs(a, await a.createUser());
     const bob = await loginAs(a, await a.createUser());
     expect((await a.fetch('/auth/sessions')).status).toBe(401);
     expect((await a.fetch('/auth/sessions/AAAAAAAAAAAAAAAAAAAAAA', { method: 'DELETE' })).status).toBe(401);
-    const malformed = await alice.fetch('/auth/sessions/not-an-id', { method: 'DELETE' });
-    expect(malformed.status).toBe(400);
-    expect(await malformed.json()).toMatchObject({ error: { code: 'validation_failed', details: [{ path: 'id' }] } });
+    for (const id of ['not-an-id', '00000000-0000-4000-8000-000000000000', 'x'.repeat(43)]) {
+      const malformed = await alice.fetch(`/auth/sessions/${id}`, { method: 'DELETE' });
+      expect(malformed.status, id).toBe(404);
+      expect(await malformed.json()).toMatchObject({ error: { code: 'not_found' } });
+    }
+    const huge = await alice.fetch(`/auth/sessions/${'x'.repeat(129)}`, { method: 'DELETE' });
+    expect(huge.status).toBe(400);
+    expect(await huge.json()).toMatchObject({ error: { code: 'validation_failed', details: [{ path: 'id' }] } });
     const unknown = await alice.fetch('/auth/sessions/AAAAAAAAAAAAAAAAAAAAAA', { method: 'DELETE' });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ error: { code: 'not_found' } });

@@ -270,7 +270,8 @@ describe('@svc/client against the running app: each answer fits the client type'
     const user = await t.createUser();
     await svc.login({ email: user.email, password: user.password });
     await expect(svc.totpEnroll()).resolves.toBeDefined(); // fresh after the login
-    await expect(svc.endSession('nope')).rejects.toMatchObject({ status: 400, code: 'validation_failed', details: [expect.objectContaining({ path: 'id' })] });
+    await expect(svc.endSession('nope')).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    await expect(svc.endSession('x'.repeat(129))).rejects.toMatchObject({ status: 400, code: 'validation_failed', details: [expect.objectContaining({ path: 'id' })] });
   });
 
   it('sign-up, verification, forgot/reset and the magic link, with the tokens from the mails', async () => {

@@ -84,7 +84,7 @@ describe('register a passkey while signed in', () => {
     expect(res.status).toBe(400);
   });
 
-  it('bad input: 401 anonymous; 400 for a malformed response, a long name, an unknown field; 404 for another user\'s id', async () => {
+  it('bad input: 401 anonymous; 400 for a malformed response, a long name, an unknown field; 404 for another user\'s id or one that is nobody\'s', async () => {
     const anon = t.client();
     for (const [method, path] of [['POST', '/auth/passkeys/options'], ['POST', '/auth/passkeys'], ['GET', '/auth/passkeys'], ['DELETE', '/auth/passkeys/00000000-0000-4000-8000-000000000000']] as const) {
       expect((await anon.fetch(path, { method })).status, path).toBe(401);
@@ -97,7 +97,9 @@ describe('register a passkey while signed in', () => {
     }
     const mine = (await (await register(c, new SoftAuthenticator(FRONTEND))).json()) as { id: string };
     expect((await c.fetch(`/auth/passkeys/${mine.id}`, { method: 'PATCH', json: { name: 'x'.repeat(65) } })).status).toBe(400);
-    expect((await c.fetch('/auth/passkeys/not-a-uuid', { method: 'DELETE' })).status).toBe(400);
+    expect((await c.fetch('/auth/passkeys/not-a-uuid', { method: 'DELETE' })).status).toBe(404);
+    expect((await c.fetch('/auth/passkeys/not-a-uuid', { method: 'PATCH', json: { name: 'x' } })).status).toBe(404);
+    expect((await c.fetch(`/auth/passkeys/${'x'.repeat(129)}`, { method: 'DELETE' })).status).toBe(400);
     const stranger = await signedIn();
     expect((await stranger.c.fetch(`/auth/passkeys/${mine.id}`, { method: 'DELETE' })).status).toBe(404);
     expect((await stranger.c.fetch(`/auth/passkeys/${mine.id}`, { method: 'PATCH', json: { name: 'mine now' } })).status).toBe(404);

@@ -684,13 +684,22 @@ for (const [storeName, url] of [
         expect((await post(good)).status).toBe(204);
       });
 
-      it('unknown or disabled provider: provider_not_found', async () => {
+      it('unknown or disabled provider: provider_not_found, at the start and at the callback (with or without a state)', async () => {
         for (const id of ['nope', 'acme-off', 'NOT_AN_ID']) {
           const b = h.browser();
           const { res, authorizeUrl } = await b.start(id);
           expect(authorizeUrl, id).toBeNull();
           await expectAuthError(b, res, 'provider_not_found');
+          for (const query of ['', '?code=c&state=junk', '?error=access_denied']) {
+            await expectAuthError(b, await b.callback(new URL(`${callbackUrl(id)}${query}`)), 'provider_not_found');
+          }
         }
+        // A real state of another provider, delivered to an unknown one, is used up all the same.
+        const { b, cb } = await pendingCallback('acme');
+        const elsewhere = new URL(cb);
+        elsewhere.pathname = elsewhere.pathname.replace('/acme/', '/nope/');
+        await expectAuthError(b, await b.callback(elsewhere), 'provider_not_found');
+        await expectAuthError(b, await b.callback(cb), 'invalid_state');
       });
 
       it('a provider disabled between start and callback: provider_not_found', async () => {

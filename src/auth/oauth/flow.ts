@@ -231,14 +231,15 @@ export class OAuthFlow {
     this.clearCookie(c, STATE_COOKIE);
     // Consume the state first, whatever happens next: a state is good for one callback only.
     const raw = state ? await this.stateStore.getDel(`${this.prefix}oauth-state:${sha256hex(state)}`) : null;
+    // An unknown or disabled provider says so first, as its start does (whatever state came along).
+    const doc = await this.providers.find(providerId);
+    if (!doc?.enabled) throw new OAuthFlowError('provider_not_found', `provider "${providerId}" is not configured or not enabled`);
     if (error) throw new OAuthFlowError('access_denied', `the provider answered error=${error.slice(0, 100)}`);
     if (!raw || !state) throw new OAuthFlowError('invalid_state', 'state is missing, unknown, expired or already used');
     if (bound !== state) throw new OAuthFlowError('invalid_state', 'state is not bound to this browser');
     const record = JSON.parse(raw) as StateRecord;
     if (record.providerId !== providerId) throw new OAuthFlowError('invalid_state', 'state belongs to another provider');
 
-    const doc = await this.providers.find(providerId);
-    if (!doc?.enabled) throw new OAuthFlowError('provider_not_found', `provider "${providerId}" is not configured or not enabled`);
     const client = providerClient(doc, this.providers.clientSecret(doc), this.providers.issuers);
     if (!code) throw new OAuthFlowError('token_exchange_failed', 'the callback has no code');
     let tokens: OAuth2Tokens;

@@ -54,6 +54,7 @@ function run(command, args, cwd) {
  */
 export function ensureDocsBundle(pin = pinned, dir = bundleDir) {
   if (fetchedVersion(dir) === pin.version) return dir;
+  process.stderr.write(`svc: fetching the /docs page's script (${pin.name}@${pin.version}, one tarball) ...\n`);
   const work = `${dir}.fetch-${process.pid}`;
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });

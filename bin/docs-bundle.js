@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `/docs` page's script: the standalone browser bundle of `@scalar/api-reference` (one 4 MB file
 // that needs nothing else), kept in `vendor/scalar/` (not committed). It is fetched as the package's
-// tarball alone (`npm pack`), not installed: as a devDependency it brought 276 packages and 154 MB for
+// tarball alone (`npm pack`), not installed: as a devDependency it brought 263 packages and 154 MB for
 // that one file, and 24 of them want Node 22, so `npm install` on Node 20 printed 120 EBADENGINE lines
 // about code svc never runs on Node. Pinned here by version and sha512, as package-lock pins the rest;
 // npm's cache answers later fetches without the network.

@@ -176,13 +176,14 @@ export class Realtime {
       this.admit(socket, Date.now()).then(
         async ({ owner, onConnected }) => {
           // A reconnecting client's rooms and missed events, only now that it proved who it is.
-          const missed = await this.recovery?.restore(socket, owner).catch((err: unknown) => {
+          const restored = await this.recovery?.restore(socket, owner).catch((err: unknown) => {
             this.deps.logger.warn({ err: (err as Error).message }, 'realtime: cannot recover a connection; it starts fresh');
             return undefined;
           });
           this.pending.set(socket, () => {
-            // As they were sent (each ends with its stream offset), on this socket only, not stored again.
-            for (const packet of missed ?? []) socket.nsp.local.to(socket.id).emit(...(packet as [string, ...unknown[]]));
+            // As they were sent (each ends with its stream offset), on this socket only, not stored
+            // again: the missed ones, then those handed over while the socket was not yet connected.
+            if (restored) for (const packet of [...restored.missed, ...restored.caughtUp()]) socket.nsp.local.to(socket.id).emit(...(packet as [string, ...unknown[]]));
             onConnected();
           });
           next();

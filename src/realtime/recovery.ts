@@ -18,12 +18,41 @@ interface Session {
   missedPackets?: unknown[][];
 }
 
+/** A packet as the adapter delivers it to this instance's sockets (`data`: `[event, ...args]`). */
+interface Packet {
+  type: number;
+  id?: number;
+  data: unknown[];
+}
+
+/** To whom (rooms, none: everyone) and not to whom; `volatile` packets are never kept for recovery. */
+interface BroadcastOptions {
+  rooms: Set<string>;
+  except: Set<string>;
+  flags?: { volatile?: boolean };
+}
+
 /** The parts of socket.io's Redis Streams adapter that recovery wraps. */
 interface RecoverableAdapter {
   persistSession(session: Session): void;
   restoreSession(pid: string, offset: string): Promise<Session | null>;
   onRawMessage?(raw: unknown, offset: string): void;
+  /** Called right before every broadcast is delivered to this instance's sockets: its own and the other instances'. */
+  addOffsetIfNecessary?(packet: Packet, opts: BroadcastOptions, offset: string): void;
 }
+
+/** A broadcast delivered to this instance's sockets while a recovering socket was not yet connected. */
+interface Delivered {
+  id: string;
+  data: unknown[];
+  rooms: string[];
+  except: string[];
+}
+
+/** At most this many deliveries are kept while recoveries run (one takes a few round trips). */
+const RECORDING_LIMIT = 10_000;
+/** How long a recovery records (its socket may never connect: a later middleware refused it), and how long after it duplicates are held back. */
+const RECORDING_MS = 30_000;
 
 /** The adapter's own methods, before `wrap` replaced them. */
 interface Originals {
@@ -33,6 +62,19 @@ interface Originals {
   lastOffset?: string;
   /** The marker entry being added when nothing was read yet (see `resumePoint`). */
   marker?: Promise<string | undefined>;
+  /**
+   * What this instance delivered while recoveries run (emptied when none does): one log for all of
+   * them, each recovery knowing where it started (mass reconnection after a restart: one copy).
+   */
+  log: { entries: Delivered[]; base: number; overflowed: boolean; recordings: Set<number> };
+  /** Stream id -> sockets just recovered that were sent it then: a live delivery of it skips them. */
+  heldBack: Map<string, Set<string>>;
+}
+
+/** What `restore` gives back: the missed packets, and those delivered here while it ran (call once connected). */
+export interface Restored {
+  missed: unknown[][];
+  caughtUp(): unknown[][];
 }
 
 /** What recovery needs of the adapter's Redis connection (ioredis client or Cluster). */
@@ -52,6 +94,18 @@ const claimSchema = v.object({
 });
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** Stream ids (`<ms>-<seq>`): whether `id` comes after `than`. */
+function laterId(id: string, than: string): boolean {
+  const [ms, seq] = id.split('-').map(BigInt) as [bigint, bigint];
+  const [thanMs, thanSeq] = than.split('-').map(BigInt) as [bigint, bigint];
+  return ms > thanMs || (ms === thanMs && seq > thanSeq);
+}
+
+/** Whether a broadcast reaches a socket in `socketRooms` (as the adapter decides for missed packets). */
+function addressedTo(socketRooms: string[], { rooms: to, except }: { rooms: string[]; except: string[] }): boolean {
+  return (to.length === 0 || socketRooms.some((room) => to.includes(room))) && socketRooms.every((room) => !except.includes(room));
+}
 /** The rooms core derives from the caller; a restored one must be the caller's own. */
 const CORE_ROOM = /^(user|work-session):/;
 
@@ -86,7 +140,12 @@ export class Recovery {
   /** Takes over one namespace's adapter (called for each adapter the factory makes). */
   wrap<A extends object>(adapter: A): A {
     const a = adapter as unknown as RecoverableAdapter;
-    const originals: Originals = { persist: a.persistSession.bind(a), restore: a.restoreSession.bind(a) };
+    const originals: Originals = {
+      persist: a.persistSession.bind(a),
+      restore: a.restoreSession.bind(a),
+      log: { entries: [], base: 0, overflowed: false, recordings: new Set() },
+      heldBack: new Map(),
+    };
     this.originals.set(adapter, originals);
     a.restoreSession = () => Promise.resolve(null); // socket.io's own restore, before authentication: never
     a.persistSession = (session) => {
@@ -105,6 +164,20 @@ export class Recovery {
         onRawMessage(raw, offset);
       };
     }
+    const addOffset = a.addOffsetIfNecessary?.bind(a);
+    if (addOffset) {
+      const { log } = originals;
+      a.addOffsetIfNecessary = (packet, opts, offset) => {
+        if (log.recordings.size && packet.type === 2 && packet.id === undefined && opts.flags?.volatile === undefined) {
+          if (log.entries.length < RECORDING_LIMIT) log.entries.push({ id: offset, data: [...packet.data], rooms: [...opts.rooms], except: [...opts.except] });
+          else log.overflowed = true;
+        }
+        addOffset(packet, opts, offset);
+        const skip = originals.heldBack.get(offset);
+        // A new set: the one in `opts` may be a broadcast operator's, which later emits reuse.
+        if (skip) opts.except = new Set([...opts.except, ...skip]);
+      };
+    }
     return adapter;
   }
 
@@ -113,36 +186,90 @@ export class Recovery {
    * `auth.offset`) when it is the same owner's: joins its rooms, keeps the data a plugin put in
    * `socket.data` (core's fields are the fresh ones) and returns the missed packets, to be sent once
    * connected. Returns undefined when there is nothing to restore (the socket starts fresh).
+   *
+   * The adapter reads the missed packets from the stream before the socket is connected: a broadcast
+   * written after that read but delivered here before the socket could receive it reached nobody
+   * (it was lost now and then: a flaky scale-out test). So what this instance delivers from the start
+   * of a recovery is recorded, and `caughtUp()`, called once the socket is connected, gives the
+   * socket's packets among them that the read did not have. A packet the read had can still be
+   * delivered live once connected (this instance's reader lags behind the stream): that one is
+   * held back for this socket, so each arrives once.
    */
-  async restore(socket: Socket, owner: Owner): Promise<unknown[][] | undefined> {
+  async restore(socket: Socket, owner: Owner): Promise<Restored | undefined> {
     const originals = this.originals.get(socket.nsp.adapter);
     const claim = v.safeParse(claimSchema, socket.handshake.auth);
     if (!originals || !claim.success || claim.output.pid === undefined) return undefined;
     const { pid } = claim.output;
     const key = sha256(pid);
-    const offset = claim.output.offset ?? (await this.redis.get(this.offsetKey(key)));
-    if (typeof offset !== 'string') return undefined;
-    const session = await originals.restore(key, offset).catch(() => null); // unknown, expired or trimmed away
-    if (!session) return undefined;
-    const data = (session.data ?? {}) as { authUser?: { userId?: string }; workSession?: { id?: string } } & Record<string, unknown>;
-    const was = data.authUser?.userId !== undefined ? `user:${data.authUser.userId}` : data.workSession?.id !== undefined ? rooms.workSession(data.workSession.id) : undefined;
-    const restored = session.rooms.filter((room) => room !== session.sid);
-    const foreign = restored.filter((room) => CORE_ROOM.test(room) && room !== owner);
-    if (was !== owner || foreign.length > 0) {
-      this.logger.warn(
-        { caller: owner.slice(0, owner.indexOf(':')), sameOwner: was === owner, foreignRooms: foreign.length },
-        'realtime: refused to recover a connection for a caller it did not belong to; the socket starts fresh',
-      );
-      const { missedPackets: _dropped, ...kept } = session;
-      originals.persist(kept); // still its owner's to recover
-      return undefined;
+    const { log, heldBack } = originals;
+    const start = log.base + log.entries.length;
+    log.recordings.add(start);
+    let recorded: Delivered[] | undefined;
+    const stopRecording = () => {
+      if (recorded) return;
+      recorded = log.entries.slice(start - log.base);
+      if (log.overflowed) this.logger.warn({ kept: RECORDING_LIMIT }, 'realtime: more was delivered during a recovery than it keeps; the socket may miss some of it');
+      log.recordings.delete(start);
+      if (log.recordings.size === 0) {
+        log.base += log.entries.length;
+        log.entries = [];
+        log.overflowed = false;
+      }
+    };
+    setTimeout(stopRecording, RECORDING_MS).unref();
+    try {
+      const offset = claim.output.offset ?? (await this.redis.get(this.offsetKey(key)));
+      if (typeof offset !== 'string') return void stopRecording();
+      const session = await originals.restore(key, offset).catch(() => null); // unknown, expired or trimmed away
+      if (!session) return void stopRecording();
+      const data = (session.data ?? {}) as { authUser?: { userId?: string }; workSession?: { id?: string } } & Record<string, unknown>;
+      const was = data.authUser?.userId !== undefined ? `user:${data.authUser.userId}` : data.workSession?.id !== undefined ? rooms.workSession(data.workSession.id) : undefined;
+      const restored = session.rooms.filter((room) => room !== session.sid);
+      const foreign = restored.filter((room) => CORE_ROOM.test(room) && room !== owner);
+      if (was !== owner || foreign.length > 0) {
+        this.logger.warn(
+          { caller: owner.slice(0, owner.indexOf(':')), sameOwner: was === owner, foreignRooms: foreign.length },
+          'realtime: refused to recover a connection for a caller it did not belong to; the socket starts fresh',
+        );
+        const { missedPackets: _dropped, ...kept } = session;
+        originals.persist(kept); // still its owner's to recover
+        return void stopRecording();
+      }
+      const { authUser: _u, workSession: _w, ...pluginData } = data;
+      socket.data = { ...pluginData, ...socket.data };
+      void socket.join(restored);
+      // What the client presented, so it knows it recovered (`socket.recovered` on both ends).
+      Object.assign(socket, { pid, recovered: true });
+      const missed = session.missedPackets ?? [];
+      return {
+        missed,
+        caughtUp: () => {
+          stopRecording();
+          const sent = new Set(missed.map((packet) => String(packet.at(-1))));
+          const caught = recorded!
+            .filter((d) => !sent.has(d.id) && laterId(d.id, offset) && addressedTo(session.rooms, d))
+            .sort((x, y) => (laterId(x.id, y.id) ? 1 : -1))
+            .map((d) => (sent.add(d.id), [...d.data, d.id]));
+          for (const id of sent) heldBack.set(id, (heldBack.get(id) ?? new Set()).add(socket.id));
+          let forgotten = false;
+          const forget = () => {
+            if (forgotten) return;
+            forgotten = true;
+            for (const id of sent) {
+              const sockets = heldBack.get(id);
+              sockets?.delete(socket.id);
+              if (sockets?.size === 0) heldBack.delete(id);
+            }
+          };
+          setTimeout(forget, RECORDING_MS).unref();
+          socket.once('disconnect', forget);
+          return caught;
+        },
+      };
+    } catch (err) {
+      stopRecording();
+      throw err;
     }
-    const { authUser: _u, workSession: _w, ...pluginData } = data;
-    socket.data = { ...pluginData, ...socket.data };
-    void socket.join(restored);
-    // What the client presented, so it knows it recovered (`socket.recovered` on both ends).
-    Object.assign(socket, { pid, recovered: true });
-    return session.missedPackets ?? [];
   }
 
   /**

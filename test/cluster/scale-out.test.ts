@@ -41,6 +41,13 @@ async function trackingClients(port: number): Promise<number> {
   }
 }
 
+/** `promise`, or a failure naming the step it is stuck at (the test's own timeout names nothing). */
+function step<T>(name: string, promise: Promise<T>, ms = 15_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const stuck = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`stuck at ${name} for ${ms} ms`)), ms)));
+  return Promise.race([promise, stuck]).finally(() => clearTimeout(timer));
+}
+
 function scaleOut(name: string, startTopology: () => Promise<Topology>) {
   describe.skipIf(!redisServerAvailable)(`svc on ${name}`, () => {
     let topology: Topology;
@@ -131,17 +138,18 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
       const server = http.get(a)!;
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       const socket = io(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { path: '/socket.io', reconnection: false, forceNew: true, extraHeaders: { cookie: `sid_app=${c.cookies.get('sid_app')}` } });
+      const connected = () => new Promise<void>((resolve, reject) => socket.once('connect', () => resolve()).once('connect_error', reject));
       try {
-        await new Promise<void>((resolve, reject) => socket.once('connect', () => resolve()).once('connect_error', reject));
+        await step('the first connection', connected());
         const gone = new Promise((resolve) => socket.once('disconnect', resolve));
         a.instance.realtime.io.sockets.sockets.get(socket.id!)!.conn.close(); // a network blip
-        await gone;
+        await step('the disconnect', gone);
         const missed = new Promise((resolve) => socket.once('missed', resolve));
         b.instance.realtime.io.to(`user:${id}`).emit('missed', { n: 1 });
         socket.connect();
-        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        await step('the reconnection', connected());
         expect(socket.recovered).toBe(true);
-        expect(await missed).toEqual({ n: 1 });
+        expect(await step('the missed event', missed)).toEqual({ n: 1 });
       } finally {
         socket.close();
       }

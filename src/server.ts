@@ -20,6 +20,7 @@ import { allowedOrigins } from './http/origins.ts';
 import { PresetHeadersResponse } from './http/response-headers.ts';
 import { Stores } from './store/index.ts';
 import { sessionLane } from '../routes/auth/session.ts';
+import { resolveCoreToThisBuild } from './core-import.ts';
 import { appTypeScriptFiles, typeScriptFor, typeScriptRegistered } from './typescript.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
@@ -70,6 +71,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
       return []; // not installed: the loader says so, naming the plugin
     }
   }));
+  resolveCoreToThisBuild();
   const log = logger ?? createLogger(config.env.logLevel);
   for (const warning of warnings) log.warn(warning);
   if (typeScriptRegistered()) log.info('the app has TypeScript files: they load through tsx');

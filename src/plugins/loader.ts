@@ -144,7 +144,12 @@ export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugi
       loaded.push({ key: c.key, prefix: c.prefix, source: c.source, app, seeds: namedExport(mod, 'seeds') as PluginSeeds | undefined });
       instance.logger.info({ plugin: c.key, prefix: c.prefix }, 'plugin loaded');
     } catch (err) {
-      throw new PluginError(`plugin "${c.key}" (${c.source}) failed to load: ${(err as Error).message}`, { cause: err });
+      const message = (err as Error).message;
+      // Node 20 runs a file as CommonJS without "type": "module"; its `require` misses the resolve hook (core-import.ts).
+      const hint = message.includes("Cannot find module '@svc/core'")
+        ? ' (the file runs as CommonJS: add "type": "module" to the package.json of the app, or run Node 22.15 or newer)'
+        : '';
+      throw new PluginError(`plugin "${c.key}" (${c.source}) failed to load: ${message}${hint}`, { cause: err });
     }
   }
   return loaded;

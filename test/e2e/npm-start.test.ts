@@ -7,10 +7,12 @@
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import * as nodeModule from 'node:module';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileBlocks } from '../support/docs.ts';
 import { freePort, PROJECT_DIR, sleep, stopAll, tempDir } from '../support/spawn.ts';
 
 const started: ChildProcess[] = [];
@@ -138,6 +140,62 @@ describe('npm start runs compiled JavaScript', () => {
     expect(res.status, run.output()).toBe(200);
     expect(await res.json()).toEqual({ hi: 'ts' });
     await stop(run);
+  }, 120_000);
+
+  // docs/plugins.md's folder plugin in an app outside svc's folder. `@svc/core` must be the running svc:
+  // a second copy (the sources, through tsx) made the plugin's 404 a 500 and its public route 401.
+  const guideApp = (packageJson: object | undefined) => {
+    const root = tempDir('svc-guide-app-');
+    const plugin = path.join(root, 'plugins', 'acme__notes');
+    mkdirSync(plugin, { recursive: true });
+    writeFileSync(path.join(plugin, 'index.ts'), fileBlocks('docs/plugins.md').get('plugins/acme__notes/index.ts')!);
+    if (packageJson) writeFileSync(path.join(root, 'package.json'), JSON.stringify(packageJson));
+    symlinkSync(path.join(PROJECT_DIR, 'node_modules'), path.join(root, 'node_modules')); // hono, valibot
+    return root;
+  };
+  const expectGuidePluginServed = async (port: number) => {
+    const base = `http://127.0.0.1:${port}`;
+    expect(await (await fetch(`${base}/acme__notes/hello`)).json()).toEqual({ data: 'hello from acme__notes' });
+    const login = await fetch(`${base}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'ann@example.com', password: 'a long password' }),
+    });
+    expect(login.status).toBe(200);
+    const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
+    const missing = await fetch(`${base}/acme__notes/notes/nope`, { headers: { cookie } });
+    expect(missing.status).toBe(404);
+    expect((await missing.json()).error.code).toBe('not_found');
+    const bad = await fetch(`${base}/acme__notes/notes`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json', origin: base },
+      body: JSON.stringify({ text: 'x', extra: 1 }),
+    });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.code).toBe('validation_failed');
+    const paths = Object.keys((await (await fetch(`${base}/openapi.json`)).json()).paths);
+    expect(paths).toEqual(expect.arrayContaining(['/acme__notes/hello', '/acme__notes/notes', '/acme__notes/notes/{id}']));
+  };
+  const annAdmin = { SVC_ADMIN_EMAIL: 'ann@example.com', SVC_ADMIN_PASSWORD: 'a long password' };
+
+  it("an app outside svc's folder: its plugin's `import ... from '@svc/core'` is the running svc (errors, public routes, /openapi.json)", async () => {
+    const run = await startHealthy(guideApp({ type: 'module' }), annAdmin);
+    await expectGuidePluginServed(run.port);
+    await stop(run);
+  }, 120_000);
+
+  it('the same plugin run as CommonJS (no "type": "module"): the running svc where Node has registerHooks (22.15+), else a start-up error that says what to add', async () => {
+    const root = guideApp(undefined);
+    if ('registerHooks' in nodeModule) {
+      const run = await startHealthy(root, annAdmin);
+      await expectGuidePluginServed(run.port);
+      await stop(run);
+    } else {
+      const run = npmStart({ PORT: String(await freePort()), SVC_APP_PATH: root, SVC_DATA_DIR: tempDir('svc-data-'), ...annAdmin });
+      expect(await run.exited).not.toBe(0);
+      expect(run.output()).toContain(`Cannot find module '@svc/core'`);
+      expect(run.output()).toContain('add "type": "module"');
+    }
   }, 120_000);
 
   it('dist/ missing its build stamp (or older than the sources): npm start builds first, clearing what a killed build left', async () => {

@@ -3,17 +3,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
-import { readDoc } from '../support/docs.ts';
+import { fileBlocks } from '../support/docs.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-/** The code blocks of docs/plugins.md that start with `// file: <path>`: the plugin guide's files. */
-function guideFiles(): Map<string, string> {
-  const guide = readDoc('docs/plugins.md');
-  const files = new Map<string, string>();
-  for (const m of guide.matchAll(/```\w*\n\/\/ file: (\S+)\n([\s\S]*?)```/g)) files.set(m[1]!, m[2]!);
-  return files;
-}
 
 describe("plugin author's guide (docs/plugins.md)", () => {
   let t: TestApp;
@@ -26,7 +18,7 @@ describe("plugin author's guide (docs/plugins.md)", () => {
   })();
 
   beforeAll(async () => {
-    const files = guideFiles();
+    const files = fileBlocks('docs/plugins.md');
     expect([...files.keys()].sort()).toEqual([
       'node_modules/@acme/svc-plugin-greet/index.js',
       'node_modules/@acme/svc-plugin-greet/package.json',

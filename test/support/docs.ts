@@ -22,3 +22,10 @@ export const docFiles = (): string[] => [
 /** The fenced code blocks whose info string is exactly `info` (```js, not ```js passkeys). */
 export const codeBlocks = (text: string, info: string): string[] =>
   [...text.matchAll(new RegExp('```' + info + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
+
+/** A page's code blocks that start with `// file: <path>` (the plugin guide's files), by path. */
+export function fileBlocks(file: string): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const m of readDoc(file).matchAll(/```\w*\n\/\/ file: (\S+)\n([\s\S]*?)```/g)) files.set(m[1]!, m[2]!);
+  return files;
+}

@@ -64,9 +64,17 @@ export function parseRedisUrl(url: string): RedisTarget {
   return { kind: 'sentinel', sentinels: hostPorts(hosts!, 'sentinel'), masterName: decodeURIComponent(first), tls, ...(db !== undefined ? { db } : {}), ...creds };
 }
 
+function withDb(url: string, db: number): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${db}`;
+  return parsed.toString();
+}
+
 /** The client for a target: `options` are svc's connection settings (timeouts, retries, db, password). */
 export function createRedisClient(target: RedisTarget, options: RedisOptions): Redis | Cluster {
-  if (target.kind === 'single') return new Redis(target.url, options);
+  // A database given in `options` (`cache.db`/`cache.dbs`, the cache list's `db`) wins over the URL's:
+  // ioredis itself would keep the URL's, so a request for db 5 on `redis://host/10` read db 10.
+  if (target.kind === 'single') return new Redis(options.db === undefined ? target.url : withDb(target.url, options.db), options);
   const creds = { ...(target.username ? { username: target.username } : {}), ...(target.password ? { password: target.password } : {}) };
   const tls = target.tls ? { tls: {} } : {};
   if (target.kind === 'sentinel') {
@@ -76,7 +84,7 @@ export function createRedisClient(target: RedisTarget, options: RedisOptions): R
       ...tls,
       sentinels: target.sentinels,
       name: target.masterName,
-      ...(target.db !== undefined ? { db: target.db } : {}),
+      ...(options.db === undefined && target.db !== undefined ? { db: target.db } : {}),
       // The Sentinels take the same credentials (and TLS) as the data nodes.
       ...(target.password ? { sentinelPassword: target.password } : {}),
       ...(target.username ? { sentinelUsername: target.username } : {}),

@@ -170,6 +170,26 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
     expect((await json(`${prefix}db3`, { db: 3 })).value).toBe('three');
   });
 
+  it('db is the database asked for also when CACHE_URL names another one (redis://host/3: db 0 reads db 0)', async () => {
+    const url = new URL(redisUrl!);
+    url.pathname = '/3';
+    const other = await createTestApp({ redisUrl: url.toString() });
+    try {
+      const { admin: a } = await adminAndUser(other);
+      await redis.select(3);
+      await redis.set(`${prefix}where`, 'three');
+      await redis.select(0);
+      await redis.set(`${prefix}where`, 'zero');
+      const read = async (db?: number) => (await (await a.fetch(`/svc__cache/cacheEntry?${q({ key: `${prefix}where`, ...(db === undefined ? {} : { db }) })}`)).json()).value;
+      expect([await read(), await read(0), await read(3)]).toEqual(['zero', 'zero', 'three']);
+      // The sessions themselves live where the URL says: db 3.
+      const sessions = await (await a.fetch(`/svc__cache/cacheEntries?${q({ pattern: '*auth:session:*', db: 3, limit: 500 })}`)).json();
+      expect(sessions.items.length).toBeGreaterThan(0);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('refuses a limit not in 25/50/100/200/500 and a db outside 0..15 with 400 validation_failed; unknown instance 404', async () => {
     for (const bad of <Record<string, string | number>[]>[{ limit: 10 }, { limit: 1000 }, { limit: 'all' }, { limit: '' }, { db: 16 }, { db: -1 }, { db: 'x' }, { offset: -5 }]) {
       for (const path of ['cacheEntries', 'cacheEntry']) {

@@ -21,6 +21,7 @@ import { PresetHeadersResponse } from './http/response-headers.ts';
 import { Stores } from './store/index.ts';
 import { sessionLane } from '../routes/auth/session.ts';
 import { resolveCoreToThisBuild } from './core-import.ts';
+import { answerClientErrors } from './http/client-error.ts';
 import { appTypeScriptFiles, typeScriptFor, typeScriptRegistered } from './typescript.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
@@ -169,6 +170,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   // The app behind `GET /auth/session`'s lane (routes/auth/session.ts), which answers the plainest
   // form of that request itself.
   const http = createServer(serverOptions, sessionLane(instance, getRequestListener(app.fetch, { hostname: config.env.host })));
+  answerClientErrors(http);
   try {
     // socket.io on the same server, ready before the first connection arrives.
     await instance.realtime.attach(http);

@@ -1,0 +1,53 @@
+/**
+ * Requests Node's HTTP parser refuses before svc sees them: a malformed request line or header, headers
+ * over Node's size limit, headers or a body that took too long to arrive (`headersTimeout`,
+ * `requestTimeout`). Node answers those itself with a bare status line and no body; here they get the
+ * JSON error body of every other answer ("errors are always JSON"), then the connection closes.
+ */
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { STATUS_CODES } from 'node:http';
+
+const ANSWERS: Record<string, [status: number, code: string, message: string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'The request headers are too large'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'payload_too_large', 'The chunk extensions are too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'The request took too long to arrive'],
+};
+const MALFORMED: [number, string, string] = [400, 'bad_request', 'The request is not valid HTTP'];
+
+/** The raw HTTP/1.1 answer for a parser error code (exported for the test). */
+export function clientErrorAnswer(errorCode: string | undefined): string {
+  const [status, code, message] = ANSWERS[errorCode ?? ''] ?? MALFORMED;
+  const body = JSON.stringify({ error: { code, message } });
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=UTF-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+/** How long an answer to an earlier request on the connection may take before the refused one closes it. */
+const PENDING_ANSWER_MS = 1000;
+
+type Pending = NodeJS.EventEmitter & { headersSent: boolean; writableFinished: boolean };
+
+/** Answers parser errors when Node would (no answer under way on the socket), in JSON. */
+export function answerClientErrors(server: Server): void {
+  // `_httpMessage`: the answer the socket is sending, Node's own test in its default handler.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: Pending | null }) => {
+    const answer = () => (socket.writable ? socket.end(clientErrorAnswer(err.code), () => socket.destroy()) : socket.destroy());
+    const pending = socket._httpMessage;
+    // A reset, or an answer already on its way out: nothing can be said any more.
+    if (err.code === 'ECONNRESET' || !socket.writable || pending?.headersSent) socket.destroy();
+    // No answer owed, or the one owed is to this very request (it timed out arriving): say why at once.
+    else if (!pending || pending.writableFinished || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') answer();
+    else {
+      // A request pipelined behind one whose answer is still being made: that answer goes first.
+      const timer = setTimeout(() => socket.destroy(), PENDING_ANSWER_MS).unref();
+      pending.once('finish', () => {
+        clearTimeout(timer);
+        answer();
+      });
+      pending.once('close', () => clearTimeout(timer));
+    }
+  });
+}

@@ -1,0 +1,56 @@
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReadySvc, type SvcProcess } from '../support/spawn.ts';
+
+/** Sends raw bytes on a new connection; resolves with everything the server sent until it closed. */
+function raw(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes));
+    let data = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (data += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(data));
+  });
+}
+
+/** Status, content type and JSON body of the last answer in `data`. */
+function lastAnswer(data: string) {
+  const at = data.lastIndexOf('HTTP/1.1 ');
+  const [head, body] = [data.slice(at, data.indexOf('\r\n\r\n', at)), data.slice(data.indexOf('\r\n\r\n', at) + 4)];
+  return { status: Number(head.split(' ')[1]), type: /content-type: ([^\r]+)/i.exec(head)?.[1], close: /connection: close/i.test(head), body: JSON.parse(body) };
+}
+
+// Node's HTTP parser answers what it cannot read before svc sees it; errors stay JSON all the same.
+describe('requests the HTTP parser refuses (the real process)', () => {
+  let svc: SvcProcess;
+  let port: number;
+  beforeAll(async () => {
+    svc = await startReadySvc();
+    port = Number(new URL(svc.url).port);
+  });
+  afterAll(() => svc?.stop());
+
+  it.each([
+    ['a header line without a colon', 'GET /health HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n'],
+    ['a Content-Length that is no number', 'POST /auth/login HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'],
+    ['a request line that is not HTTP', 'HELLO THERE\r\n\r\n'],
+  ])('%s: 400 bad_request as JSON, then the connection closes', async (_what, bytes) => {
+    const answer = lastAnswer(await raw(port, bytes));
+    expect(answer).toMatchObject({ status: 400, type: 'application/json; charset=UTF-8', close: true });
+    expect(answer.body).toEqual({ error: { code: 'bad_request', message: 'The request is not valid HTTP' } });
+  });
+
+  it('headers over 16 KiB: 431 headers_too_large as JSON', async () => {
+    const answer = lastAnswer(await raw(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
+    expect(answer.status).toBe(431);
+    expect(answer.body.error.code).toBe('headers_too_large');
+  });
+
+  it('a malformed request after an answered one on a keep-alive connection still gets its JSON answer', async () => {
+    const data = await raw(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nbroken\r\n\r\n');
+    expect(data.startsWith('HTTP/1.1 200 ')).toBe(true);
+    expect(lastAnswer(data)).toMatchObject({ status: 400, body: { error: { code: 'bad_request' } } });
+    expect((await fetch(`${svc.url}/health`)).status).toBe(200);
+  });
+});

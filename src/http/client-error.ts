@@ -14,6 +14,8 @@ const ANSWERS: Record<string, [status: number, code: string, message: string]> =
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'The request took too long to arrive'],
 };
 const MALFORMED: [number, string, string] = [400, 'bad_request', 'The request is not valid HTTP'];
+/** Every status and code these answers use (the docs' error table lists them). */
+export const PARSER_ERROR_CODES: [status: number, code: string][] = [...Object.values(ANSWERS), MALFORMED].map(([status, code]) => [status, code]);
 
 /** The raw HTTP/1.1 answer for a parser error code (exported for the test). */
 export function clientErrorAnswer(errorCode: string | undefined): string {

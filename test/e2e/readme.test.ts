@@ -4,6 +4,7 @@
 // page that shows what it checks) and the sources, so neither can drift again, and show with the app
 // itself what the snippet's headers do.
 
+import { PARSER_ERROR_CODES } from '../../src/http/client-error.ts';
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { MongoClient } from 'mongodb';
@@ -60,6 +61,7 @@ function emittedCodes(): Map<string, Set<number>> {
     }
   }
   for (const [status, code] of Object.entries(HTTP_ERROR_CODES)) add(code, Number(status));
+  for (const [status, code] of PARSER_ERROR_CODES) add(code, status);
   return codes;
 }
 

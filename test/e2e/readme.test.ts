@@ -4,13 +4,13 @@
 // page that shows what it checks) and the sources, so neither can drift again, and show with the app
 // itself what the snippet's headers do.
 
-import { PARSER_ERROR_CODES } from '../../src/http/client-error.ts';
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { MongoClient } from 'mongodb';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
+import { PARSER_ERROR_CODES } from '../../src/http/client-error.ts';
 import { HTTP_ERROR_CODES } from '../../src/http/errors.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { codeBlocks, docFiles, readDoc } from '../support/docs.ts';

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { loadConfig, readConfigFile, type Config } from './config/load.ts';
+import { appPluginsDir } from './plugins/loader.ts';
 import { checkedSeeds } from './plugins/seeds.ts';
 import { Mailer } from './email/transport.ts';
 import { createLogger } from './logger.ts';
@@ -52,9 +53,9 @@ const ADMIN_ONLY = /\badmin["']?\s*:\s*true\b/;
  * parenthesis), and each YAML or JSON script file (one with an `exe`). A heuristic: a template built
  * at run time escapes it.
  */
-function openScripts(appRoot: string): string[] {
+function openScripts(appRoot: string, pluginFiles: string[]): string[] {
   const found: string[] = [];
-  for (const file of sourceFiles(path.join(appRoot, 'plugins'))) {
+  for (const file of pluginFiles) {
     const text = readFileSync(file, 'utf8');
     for (const call of text.matchAll(/registerScriptByConfig\(\s*(['"`])([^'"`]+)\1/g)) {
       let depth = 0;
@@ -145,8 +146,11 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
   onlyDev('HIDE_SECRETS', !config.env.hideSecrets, 'HIDE_SECRETS=false: the cache list shows passwords and tokens', 'remove HIDE_SECRETS (secret values stay redacted in the cache list)', 'secret values are redacted in the cache list');
   onlyDev('SVC_ALLOW_INSECURE_PROVIDER_URLS', config.env.allowInsecureProviderUrls, 'set: OAuth provider URLs may be plain http: to any host', 'remove SVC_ALLOW_INSECURE_PROVIDER_URLS (client secrets and tokens would cross the network in clear text)');
   onlyDev('SVC_ADMIN_PASSWORD', Boolean(env.SVC_ADMIN_PASSWORD), 'still set', 'remove SVC_ADMIN_PASSWORD from the deployment once the bootstrap admin exists (change that password after the first login)');
-  const open = openScripts(appRoot);
-  onlyDev('CLI scripts', open.length > 0, `${open.join(', ')}: a free {} value without admin: true`, 'mark these scripts admin: true, or give every value an allow, deny or path rule (docs/cli-connector.md)', 'no script in plugins/ or a script file takes a free {} value without admin: true');
+  // The app's plugins/: none when the app root is svc's own checkout (its plugins/ are the bundled ones).
+  const pluginsDir = appPluginsDir(appRoot);
+  const pluginFiles = pluginsDir ? sourceFiles(pluginsDir) : [];
+  const open = openScripts(appRoot, pluginFiles);
+  onlyDev('CLI scripts', open.length > 0, `${open.join(', ')}: a free {} value without admin: true`, 'mark these scripts admin: true, or give every value an allow, deny or path rule (docs/cli-connector.md)', 'every script that takes a free {} value is admin: true');
   const cacheUrl = config.env.storeUrls.cache;
   add('CACHE_URL', cacheUrl ? 'ok' : 'fail', cacheUrl ? 'Redis configured for sessions' : 'not set: sessions live in the embedded in-memory store of one process', 'set CACHE_URL=redis://host:6379 (Redis 7+)');
   add(
@@ -157,7 +161,7 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
   );
 
   // Step 6 (read first: 0.1.x code is what tells an app that migrates from a new one).
-  const legacy = sourceFiles(path.join(appRoot, 'plugins')).flatMap((file) => {
+  const legacy = pluginFiles.flatMap((file) => {
     const text = readFileSync(file, 'utf8');
     return LEGACY_PATTERNS.filter(([re]) => re.test(text)).map(([, what]) => `${path.relative(appRoot, file)}: ${what}`);
   });

@@ -95,6 +95,14 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
     expect(migrating.out).toMatch(/^FAIL landing page: no interaction link has isLandingPage: true/m);
   });
 
+  it("svc's own checkout as the app root (a fresh clone's first run): its bundled plugins are not read as the app's", () => {
+    const env = { CACHE_URL: redisUrl, MONGODB_URL: mongoUrl, SVC_FRONTEND_URLS: 'http://localhost:5173', SVC_DATA_DIR: tempDir('svc-doctor-data-') };
+    const own = doctor(PROJECT_DIR, env);
+    expect(own.out).toMatch(/^ok {3}plugin sources: /m);
+    expect(own.out).toMatch(/^ok {3}landing page: none seeded/m);
+    expect(own.out).toMatch(/^ok {3}CLI scripts: /m);
+  });
+
   it('production leaks of issue 35: HIDE_SECRETS=false, insecure provider URLs, an http: frontend, SVC_ADMIN_PASSWORD still set, an open CLI script with a free {} value', () => {
     const root = app({
       'svc.config.json': JSON.stringify({ auth: { cookie: { name: 'sid_app' } } }),

@@ -159,6 +159,14 @@ describe('the docs', () => {
     expect(OPERATIONS).toContain(`\`npm start\` is \`${start}\``);
   });
 
+  it('newcomer: .env.example, which docs/configuration.md says lists the variables, has each one of its table', () => {
+    const table = readDoc('docs/configuration.md').split('\n').filter((line) => line.startsWith('| `'));
+    const names = table.flatMap((line) => [...line.split(' | ')[0]!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!));
+    expect(names.length).toBeGreaterThan(15);
+    const example = readDoc('.env.example');
+    expect(names.filter((name) => !new RegExp(`^#? ?${name}=`, 'm').test(example))).toEqual([]);
+  });
+
   it('newcomer: the README, docs/ and .env.example cite no document the repository does not have (SPEC.md, CONTRACT)', () => {
     for (const name of [...docFiles(), '.env.example']) {
       const text = readDoc(name);

@@ -81,7 +81,9 @@ export class EmailSelfService {
   /** Counts a mail to `email` before deciding to send it: false past 3 in 15 minutes (one INCR, every instance together). */
   private async mayMail(email: string): Promise<boolean> {
     const key = `${this.config.auth.store.keyPrefix}email-cap:${sha256hex(email)}`;
-    return (await this.store.incr(key, WINDOW)) <= MAILS_PER_ADDRESS;
+    if ((await this.store.incr(key, WINDOW)) <= MAILS_PER_ADDRESS) return true;
+    this.mailer.capped(email, MAILS_PER_ADDRESS, WINDOW / 60);
+    return false;
   }
 
   private link(purpose: TokenPurpose, token: string): string {

@@ -85,6 +85,11 @@ export class Mailer {
     this.pending.add(run);
   }
 
+  /** Says that a mail to `to` was not even tried: the address had its mails of the window (the answer was 202 all the same). */
+  capped(to: string, limit: number, minutes: number): void {
+    this.logger.info({ to: maskAddress(to) }, `mail not sent: ${limit} mails to this address in ${minutes} minutes already`);
+  }
+
   /** Sends one mail of `kind` to `to` (the user's address only). Awaits SMTP: call it inside `later`, never on a request path. */
   async send(to: string, kind: MailKind, vars: MailVars): Promise<void> {
     if (!this.transport) return;

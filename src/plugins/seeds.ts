@@ -166,5 +166,9 @@ export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin
       instance.logger.warn({ link: stale._id }, `interaction link "${stale._id}" is no longer the landing page: the seeds name "${landing[0].doc._id}"`);
     }
   }
-  if (compositions.length || links.length) instance.logger.info({ compositions: compositions.length, interactionLinks: links.length }, 'landing seeds applied');
+  if (compositions.length || links.length) {
+    // Named by source: a plugin's page beside "no landing page is seeded" read as a contradiction.
+    const from = [...new Set([...compositions, ...links].map((seed) => seed.source))];
+    instance.logger.info({ compositions: compositions.length, interactionLinks: links.length, from }, `landing seeds applied (from ${from.join(', ')})`);
+  }
 }

@@ -330,8 +330,9 @@ describe('magic link', () => {
 
 describe('enumeration safety and limits', () => {
   let a: TestApp;
+  const lines: string[] = [];
   beforeAll(async () => {
-    a = await app();
+    a = await app({ logLines: lines });
   });
 
   it('a known and an unknown address get the same status, body and headers on every public route', async () => {
@@ -368,9 +369,15 @@ describe('enumeration safety and limits', () => {
 
   it('at most 3 mails per address per 15 minutes; more requests still answer 202', async () => {
     const user = await a.createUser();
+    const before = lines.length;
     for (let i = 0; i < 6; i++) expect((await post(browser(a), i % 2 ? '/auth/password/forgot' : '/auth/login/link', { email: user.email })).status).toBe(202);
     await settled(a);
     expect(smtp.to(user.email)).toHaveLength(3);
+    // The operator learns why the others were not sent; the log keeps the address masked.
+    const capped = lines.slice(before).filter((l) => l.includes('mail not sent: 3 mails to this address in 15 minutes already'));
+    expect(capped).toHaveLength(3);
+    expect(capped.join('\n')).not.toContain(user.email);
+    expect(JSON.parse(capped[0]!).to).toBe(`${user.email[0]}***@${user.email.split('@')[1]}`);
   });
 
   it('100 requests per IP per 15 minutes to these routes together, then 429 too_many_attempts with Retry-After; another IP is not affected', async () => {

@@ -16,6 +16,7 @@ import { createApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { ResponseLog } from '../support/auth.ts';
+import { startReadySvc } from '../support/spawn.ts';
 
 const redisUrl = inject('redisUrl');
 const USER_KEYS = ['email', 'email_verified', 'firstname', 'id', 'isAdmin', 'lastLoginAt', 'lastname', 'oauthAccounts', 'settings'];
@@ -365,6 +366,18 @@ describe('bootstrap admin (ensureAdmin)', () => {
     const res = await c.login('admin@localhost', password!);
     expect(res.status).toBe(200);
     expect((await res.json()).user.isAdmin).toBe(true);
+  });
+
+  it('LOG_LEVEL=error (the real process): the bootstrap password, the one chance to learn it, still reaches stderr, and logs in', async () => {
+    const svc = await startReadySvc({ env: { LOG_LEVEL: 'error', SVC_ADMIN_EMAIL: undefined, SVC_ADMIN_PASSWORD: undefined } });
+    try {
+      const password = /^svc: bootstrap admin created: email admin@localhost password (\S+) \(shown once/m.exec(svc.stderr())?.[1];
+      expect(password, svc.output()).toBeDefined();
+      const res = await fetch(`${svc.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'admin@localhost', password }) });
+      expect(res.status).toBe(200);
+    } finally {
+      await svc.stop();
+    }
   });
 
   it('SVC_ADMIN_EMAIL + SVC_ADMIN_PASSWORD create that admin, and its password is never logged', async () => {

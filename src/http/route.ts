@@ -116,6 +116,29 @@ const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
+const OBJECT_SCHEMAS = new Set(['object', 'strict_object', 'loose_object', 'object_with_rest']);
+
+/** An object schema, piped or not, or a union of them. */
+function wantsObject(schema: AnySchema): boolean {
+  const { type, options } = schema as { type: string; options?: AnySchema[] };
+  if (OBJECT_SCHEMAS.has(type)) return true;
+  return (type === 'union' || type === 'variant') && Array.isArray(options) && options.every(wantsObject);
+}
+
+/**
+ * valibot's object check lets an array through (as `{}`): a PATCH of `[]` answered 200 as an empty change.
+ * A body schema of objects refuses a JSON array as it refuses a string.
+ */
+function refusingArrays(validate: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (Array.isArray(await c.req.json())) {
+      const message = 'Invalid type: Expected Object but received Array';
+      throw validationFailed([{ path: '', message }], message);
+    }
+    return validate(c, next);
+  };
+}
+
 /** `config.optionalBody`: an empty body is `{}`; any other body must be JSON as usual. */
 function optionalJsonBody(schema: AnySchema, validate: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -158,7 +181,8 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
     if (params) chain.push(vValidator('param', params, failOnIssues));
     if (query) chain.push(queryValidator(query));
     if (body) {
-      const validate = vValidator('json', body, failOnIssues) as unknown as MiddlewareHandler<AppEnv>;
+      const json = vValidator('json', body, failOnIssues) as unknown as MiddlewareHandler<AppEnv>;
+      const validate = wantsObject(body) ? refusingArrays(json) : json;
       chain.push(route.config?.optionalBody ? optionalJsonBody(body, validate) : jsonBody, ...(route.config?.optionalBody ? [] : [validate]));
     }
     // Takes no `next`: whatever the route's handler answers, at once or later, is the answer.

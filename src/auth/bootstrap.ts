@@ -15,14 +15,23 @@ export async function ensureAdmin(users: UserService, config: Config, dbKind: st
   const { adminEmail, adminPassword } = config.env;
   if (adminEmail && adminPassword) {
     if (adminPassword.length < MIN_PASSWORD_LENGTH) throw new Error(`SVC_ADMIN_PASSWORD must be at least ${MIN_PASSWORD_LENGTH} characters`);
-    const existing = await users.findByEmail(adminEmail);
-    if (existing) {
-      await users.users.updateOne({ _id: existing._id }, { $addToSet: { tags: ADMIN_TAG } });
-      logger.warn({ email: existing.email }, 'no admin existed: the existing user named by SVC_ADMIN_EMAIL is now an admin (password unchanged)');
-    } else {
-      await users.create({ email: adminEmail, password: adminPassword, isAdmin: true, email_verified: true, createdVia: 'bootstrap' });
-      logger.info({ email: adminEmail }, 'bootstrap admin created from SVC_ADMIN_EMAIL');
+    let existing = await users.findByEmail(adminEmail);
+    if (!existing) {
+      try {
+        await users.create({ email: adminEmail, password: adminPassword, isAdmin: true, email_verified: true, createdVia: 'bootstrap' });
+        logger.info({ email: adminEmail }, 'bootstrap admin created from SVC_ADMIN_EMAIL');
+        return;
+      } catch (err) {
+        // Instances started together on an empty database all get here; the unique email lets one create
+        // the admin. The others go on (one start failed with "A user with this email already exists").
+        if ((err as { code?: string }).code !== 'user_exists') throw err;
+        if ((await users.countAdmins()) > 0) return;
+        existing = await users.findByEmail(adminEmail);
+        if (!existing) throw err;
+      }
     }
+    await users.users.updateOne({ _id: existing._id }, { $addToSet: { tags: ADMIN_TAG } });
+    logger.warn({ email: existing.email }, 'no admin existed: the existing user named by SVC_ADMIN_EMAIL is now an admin (password unchanged)');
     return;
   }
   if (dbKind !== 'embedded') {

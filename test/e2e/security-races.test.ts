@@ -11,6 +11,10 @@ import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { MongoDatabase } from '../../src/db/mongo.ts';
+import { ensureAdmin } from '../../src/auth/bootstrap.ts';
+import { UserService } from '../../src/auth/users.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { createLogger } from '../../src/logger.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { sleep } from '../support/auth.ts';
 import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
@@ -357,6 +361,29 @@ describe.skipIf(!redisUrl)('mailed links and the mail cap on real Redis with two
     expect(tally(codes)).toEqual({ '202': 20 });
     await Promise.all([A.instance.auth.mailer.idle(), B.instance.auth.mailer.idle()]);
     expect(smtp.to(user.email)).toHaveLength(3);
+  });
+});
+
+// Two or three instances started at the same moment on an empty MongoDB, each told to make the same
+// bootstrap admin: one creates it, the others go on (one of them used to exit "A user with this email
+// already exists").
+describe.skipIf(!mongoUrl)('the bootstrap admin, with instances started together on one empty MongoDB', () => {
+  it('3 instances x 5 rounds: every start goes on, one admin exists, its password logs in', async () => {
+    const env = { SVC_APP_PATH: '/tmp', SVC_ADMIN_EMAIL: 'boot@example.test', SVC_ADMIN_PASSWORD: 'bootstrap password' };
+    const { config } = await loadConfig(env, { raw: {} });
+    for (let round = 0; round < 5; round++) {
+      const url = mongoUrl!.replace(/\/[^/?]*(\?|$)/, `/boot_${randomUUID().slice(0, 8)}$1`);
+      const dbs = await Promise.all([0, 1, 2].map(() => MongoDatabase.connect(url)));
+      try {
+        const services = await Promise.all(dbs.map((db) => UserService.open(db)));
+        const starts = await Promise.allSettled(services.map((users) => ensureAdmin(users, config, 'mongodb', createLogger('silent'))));
+        expect(starts.filter((s) => s.status === 'rejected'), `round ${round}`).toEqual([]);
+        expect(await services[0]!.countAdmins()).toBe(1);
+        expect(await services[1]!.checkPassword('boot@example.test', 'bootstrap password')).not.toBeNull();
+      } finally {
+        await Promise.all(dbs.map((db) => db.close()));
+      }
+    }
   });
 });
 

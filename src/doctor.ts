@@ -22,6 +22,8 @@ export interface Check {
 }
 
 const REACH_TIMEOUT_MS = 3000;
+/** `openssl rand -base64 32` gives 44 characters; a passphrase under this is guessable offline. */
+const MIN_KEY_LENGTH = 24;
 /** 0.1.x plugin code (migration step 6): the JWT-era request identity and token handling. */
 const LEGACY_PATTERNS: [RegExp, string][] = [
   [/\breq(uest)?\.user\b/, 'req.user (use c.get("authUser"): userId, isAdmin, provider)'],
@@ -152,11 +154,22 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
   const open = openScripts(appRoot, pluginFiles);
   onlyDev('CLI scripts', open.length > 0, `${open.join(', ')}: a free {} value without admin: true`, 'mark these scripts admin: true, or give every value an allow, deny or path rule (docs/cli-connector.md)', 'every script that takes a free {} value is admin: true');
   const cacheUrl = config.env.storeUrls.cache;
-  add('CACHE_URL', cacheUrl ? 'ok' : 'fail', cacheUrl ? 'Redis configured for sessions' : 'not set: sessions live in the embedded in-memory store of one process', 'set CACHE_URL=redis://host:6379 (Redis 7+)');
+  add(
+    'CACHE_URL',
+    cacheUrl ? 'ok' : production ? 'fail' : 'warn',
+    cacheUrl ? 'Redis configured for sessions' : `not set${production ? ' in production' : ''}: sessions live in the embedded in-memory store of one process`,
+    'set CACHE_URL=redis://host:6379 (Redis 7+)',
+  );
+  const key = env.SVC_SECRET_ENCRYPTION_KEY ?? '';
+  const weakKey = key.length > 0 && key.length < MIN_KEY_LENGTH;
   add(
     'SVC_SECRET_ENCRYPTION_KEY',
-    env.SVC_SECRET_ENCRYPTION_KEY ? 'ok' : production ? 'fail' : 'warn',
-    env.SVC_SECRET_ENCRYPTION_KEY ? 'set' : `not set${production ? ' in production' : ''}: OAuth client secrets and provider tokens are stored unencrypted`,
+    key && !weakKey ? 'ok' : production ? 'fail' : 'warn',
+    !key
+      ? `not set${production ? ' in production' : ''}: OAuth client secrets and provider tokens are stored unencrypted`
+      : weakKey
+        ? `${key.length} characters: a short passphrase can be guessed against the stored ciphertext (fewer than ${MIN_KEY_LENGTH})`
+        : 'set',
     'set SVC_SECRET_ENCRYPTION_KEY to a long random secret (openssl rand -base64 32)',
   );
 

@@ -100,7 +100,7 @@ export function corsOrigin(config: Config, logger: Logger): (origin: string, c: 
     if (origin !== 'null' && listed.has(origin)) return origin;
     if (!UNSAFE.has(c.req.method) && !own.has(origin) && origin !== requestOrigin(c, trustProxy)) {
       const shown = printable(origin);
-      logMiss(shown, { hint: nearMiss(origin, cors) });
+      logMiss(shown, { hint: nearMiss(origin, cors), reqId: c.get('requestId') });
     }
     return null;
   };
@@ -137,7 +137,7 @@ export function originCheck(config: Config, logger: Logger): MiddlewareHandler<A
       const own = requestOrigin(c, trustProxy);
       if (origin === 'null' || origin !== own) {
         const shown = printable(origin);
-        logRefusal(shown, { ownOrigin: printable(own) });
+        logRefusal(shown, { ownOrigin: printable(own), reqId: c.get('requestId') });
         throw new AppError(
           403,
           'csrf_failed',

@@ -221,13 +221,17 @@ describe('operator (issue 26 §6): why csrf_failed', () => {
     });
 
     it('operator: a refusal is logged at warn with the Origin and the allow-list, at most once per origin per minute', async () => {
+      const ids: string[] = [];
       for (const origin of ['http://evil-1.example.com', 'http://evil-1.example.com', 'http://evil-1.example.com', 'http://evil-2.example.com', 'http://evil-2.example.com']) {
         const res = await post(`${svc.url}/auth/logout`, {}, { origin });
         expect(res.status).toBe(403);
+        ids.push(res.headers.get('x-request-id')!);
       }
       await svc.waitForLog((l) => l.msg === 'csrf_failed: Origin refused' && l.origin === 'http://evil-2.example.com');
       const lines = refusals();
       expect(lines.map((l) => l.origin)).toEqual(['http://evil-1.example.com', 'http://evil-2.example.com']);
+      // The answer's request id finds the line (a support ticket quotes it).
+      expect(lines.map((l) => l.reqId)).toEqual([ids[0], ids[3]]);
       for (const line of lines) {
         expect(line.level).toBe(40);
         expect(line.allowed).toEqual(['http://127.0.0.1:5173', `http://localhost:${svc.port}`]);

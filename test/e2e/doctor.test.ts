@@ -110,7 +110,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
       'plugins/ops/index.js': "registerScriptByConfig('echo-any', { exe: '/bin/echo', args: ['--', {}] });\nregisterScriptByConfig('safe', { exe: '/bin/echo', args: [{ allow: '[a-z]+' }] });\n",
       'scripts/tail-any.yaml': 'exe: /usr/bin/tail\nargs:\n  - {}\n',
     });
-    const env = { CACHE_URL: redisUrl, MONGODB_URL: mongoUrl, SVC_FRONTEND_URLS: 'http://app.example.com', HIDE_SECRETS: 'false', SVC_ALLOW_INSECURE_PROVIDER_URLS: '1', SVC_ADMIN_PASSWORD: 'correct horse battery' };
+    const env = { CACHE_URL: redisUrl, MONGODB_URL: mongoUrl, SVC_FRONTEND_URLS: 'http://app.example.com', HIDE_SECRETS: 'false', SVC_ALLOW_INSECURE_PROVIDER_URLS: '1', SVC_ADMIN_PASSWORD: 'correct horse battery', SVC_SECRET_ENCRYPTION_KEY: 'x' };
     const { code, out } = doctor(root, { ...env, NODE_ENV: 'production' });
     expect(code, out).toBe(1);
     expect(out).toMatch(/FAIL SVC_FRONTEND_URLS: http:\/\/app\.example\.com is plain http: in production/);
@@ -118,11 +118,16 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
     expect(out).toMatch(/FAIL SVC_ALLOW_INSECURE_PROVIDER_URLS: /);
     expect(out).toMatch(/FAIL SVC_ADMIN_PASSWORD: still set/);
     expect(out).toMatch(/FAIL CLI scripts: echo-any \(plugins\/ops\/index\.js\), scripts\/tail-any\.yaml: a free \{\} value without admin: true/);
+    expect(out).toMatch(/FAIL SVC_SECRET_ENCRYPTION_KEY: 1 characters: a short passphrase can be guessed/);
     expect(out).not.toContain('safe (');
     expect(out).not.toContain('correct horse battery');
     // Outside production the same settings are warnings.
     const dev = doctor(root, env);
-    for (const name of ['HIDE_SECRETS', 'SVC_ALLOW_INSECURE_PROVIDER_URLS', 'SVC_ADMIN_PASSWORD', 'CLI scripts']) expect(dev.out).toMatch(new RegExp(`WARN ${name}: `));
+    for (const name of ['HIDE_SECRETS', 'SVC_ALLOW_INSECURE_PROVIDER_URLS', 'SVC_ADMIN_PASSWORD', 'CLI scripts', 'SVC_SECRET_ENCRYPTION_KEY']) expect(dev.out).toMatch(new RegExp(`WARN ${name}: `));
+    // The embedded store is a development setting too: a warning there, a failure in production.
+    const { CACHE_URL: _unused, ...noRedis } = env;
+    expect(doctor(root, noRedis).out).toMatch(/^WARN CACHE_URL: not set: sessions live in the embedded/m);
+    expect(doctor(root, { ...noRedis, NODE_ENV: 'production' }).out).toMatch(/^FAIL CACHE_URL: not set in production/m);
     expect(dev.out).toMatch(/ok {3}SVC_FRONTEND_URLS: http:/);
   });
 

@@ -3,9 +3,13 @@
 // (a body over client_max_body_size, svc unreachable) is JSON with svc's error shape too. Only nginx
 // and one svc instance: no browser needed.
 
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReadySvc, stopAll, type SvcProcess } from '../support/spawn.ts';
-import { missingPrograms, nginxSite, pickPort, startNginx, FRONTEND_DIR, type Nginx } from './support/deployment.ts';
+import { readDoc } from '../support/docs.ts';
+import { PROJECT_DIR, startReadySvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
+import { missingPrograms, nginxSite, pickPort, startNginx, FRONTEND_DIR, NGINX_BIN, type Nginx } from './support/deployment.ts';
 
 const noNginx = missingPrograms().some((p) => p.startsWith('nginx'));
 if (noNginx && process.env.CI === 'true') throw new Error('CI=true but nginx (nginx-light) is missing');
@@ -62,5 +66,20 @@ describe.skipIf(noNginx)('nginx in front of svc: errors are JSON', () => {
 
   it('svc unreachable: 502 as JSON, not nginx\'s HTML page', async () => {
     await expectJsonError(await fetch(`${unreachable}/api/health`), 502, 'unavailable');
+  });
+});
+
+describe.skipIf(noNginx)("the operator's guide's nginx.conf for a trial (docs/operations.md)", () => {
+  it('with deploy/nginx.conf as svc.conf, nginx -t accepts it as written (only its folder changed)', () => {
+    const block = /For a trial of your own[\s\S]*?```\n([\s\S]*?)```/.exec(readDoc('docs/operations.md'))?.[1];
+    expect(block).toBeDefined();
+    const dir = tempDir('svc-ngx-');
+    mkdirSync(dir, { recursive: true });
+    const conf = block!.replace(/^ {2}/gm, '').replaceAll('/tmp/ngx', dir);
+    writeFileSync(path.join(dir, 'nginx.conf'), conf);
+    copyFileSync(path.join(PROJECT_DIR, 'deploy/nginx.conf'), path.join(dir, 'svc.conf'));
+    const run = spawnSync(NGINX_BIN, ['-t', '-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')], { encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stderr).toContain('test is successful');
   });
 });

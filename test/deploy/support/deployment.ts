@@ -122,7 +122,7 @@ export interface Nginx {
   stop(): Promise<void>;
 }
 
-const NGINX_BIN = existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx';
+export const NGINX_BIN = existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx';
 
 /** Programs the deployment needs that this machine lacks (Debian: `apt-get install nginx-light chromium`). */
 export function missingPrograms(): string[] {

@@ -14,13 +14,17 @@ const MAX_DEPTH = 8;
  * A copy of `value` with every secret field censored, however deep (plain objects and arrays; an Error
  * is left to pino's serializer). Runs on every line but the access line, which holds no object.
  */
-function redacted(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
-  if (typeof value !== 'object' || value === null || value instanceof Error || depth > MAX_DEPTH || seen.has(value)) return value;
-  seen.add(value);
-  if (Array.isArray(value)) return value.map((item) => redacted(item, depth + 1, seen));
-  if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) return value;
-  const copy: Record<string, unknown> = {};
-  for (const [key, field] of Object.entries(value)) copy[key] = SECRET_KEY.test(key) && field !== undefined ? CENSOR : redacted(field, depth + 1, seen);
+function redacted(value: unknown, depth = 0, ancestors = new Set<object>()): unknown {
+  if (typeof value !== 'object' || value === null || value instanceof Error) return value;
+  if (depth > MAX_DEPTH || ancestors.has(value)) return '[not logged: too deep or circular]';
+  const plain = Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null;
+  if (!plain) return value;
+  // Ancestors only, not every object seen: one object logged under two fields is censored under both.
+  ancestors.add(value);
+  const copy = Array.isArray(value)
+    ? value.map((item) => redacted(item, depth + 1, ancestors))
+    : Object.fromEntries(Object.entries(value).map(([key, field]) => [key, SECRET_KEY.test(key) && field !== undefined ? CENSOR : redacted(field, depth + 1, ancestors)]));
+  ancestors.delete(value);
   return copy;
 }
 

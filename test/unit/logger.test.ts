@@ -38,12 +38,14 @@ describe('log redaction (docs/operations.md "Logs")', () => {
     expect(JSON.stringify(input)).toBe(before);
   });
 
-  it('an Error keeps its message and stack; a cycle does not loop', () => {
+  it('an Error keeps its message and stack; a cycle does not loop; one object under two fields is censored under both', () => {
     const { lines, logger } = capture();
     const cyclic: Record<string, unknown> = { name: 'loop' };
     cyclic.self = cyclic;
-    logger.error({ err: new Error('boom'), cyclic }, 'failed');
+    const shared = { password: 'twice' };
+    logger.error({ err: new Error('boom'), cyclic, a: shared, b: shared }, 'failed');
     expect(lines[0]).toMatchObject({ err: { message: 'boom', stack: expect.stringContaining('Error: boom') }, cyclic: { name: 'loop' } });
+    expect(JSON.stringify(lines[0])).not.toContain('twice');
   });
 
   it('the access line carries its own fields as they are', () => {

@@ -118,22 +118,55 @@ const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 const OBJECT_SCHEMAS = new Set(['object', 'strict_object', 'loose_object', 'object_with_rest']);
 
-/** An object schema, piped or not, or a union of them. */
+interface SchemaShape {
+  type: string;
+  entries?: Record<string, AnySchema>;
+  wrapped?: AnySchema;
+  item?: AnySchema;
+  value?: AnySchema;
+  options?: AnySchema[];
+}
+
+/** An object or record schema, piped or not, or a union of them. */
 function wantsObject(schema: AnySchema): boolean {
-  const { type, options } = schema as { type: string; options?: AnySchema[] };
-  if (OBJECT_SCHEMAS.has(type)) return true;
+  const { type, options } = schema as SchemaShape;
+  if (OBJECT_SCHEMAS.has(type) || type === 'record') return true;
   return (type === 'union' || type === 'variant') && Array.isArray(options) && options.every(wantsObject);
 }
 
 /**
- * valibot's object check lets an array through (as `{}`): a PATCH of `[]` answered 200 as an empty change.
- * A body schema of objects refuses a JSON array as it refuses a string.
+ * Where in `value` a JSON array stands for an object of `schema` ('' for the whole body), if anywhere:
+ * valibot's object check lets an array through as `{}`, so a PATCH of `[]` answered 200 as an empty
+ * change and a provider's `"config": []` was stored as `{}`. Walks objects, arrays, records and the
+ * wrappers (optional, nullable, ...).
  */
-function refusingArrays(validate: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
+function arrayForObject(schema: AnySchema, value: unknown, path = ''): string | undefined {
+  const s = schema as SchemaShape;
+  if (s.wrapped) return arrayForObject(s.wrapped, value, path);
+  if (Array.isArray(value) && wantsObject(schema)) return path;
+  if (typeof value !== 'object' || value === null) return undefined;
+  const at = (key: string | number) => (path ? `${path}.${key}` : String(key));
+  const first = (pairs: [string | number, AnySchema, unknown][]) => {
+    for (const [key, entry, field] of pairs) {
+      const found = arrayForObject(entry, field, at(key));
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  };
+  const fields = value as Record<string, unknown>;
+  if (OBJECT_SCHEMAS.has(s.type) && s.entries) return first(Object.entries(s.entries).filter(([key]) => key in fields).map(([key, entry]) => [key, entry, fields[key]]));
+  if (s.type === 'array' && s.item && Array.isArray(value)) return first(value.map((item, i) => [i, s.item!, item]));
+  if (s.type === 'record' && s.value && !Array.isArray(value)) return first(Object.entries(fields).map(([key, field]) => [key, s.value!, field]));
+  return undefined;
+}
+
+/** Refuses a JSON array where the body schema wants an object, as it refuses a string there. */
+function refusingArrays(schema: AnySchema, validate: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    if (Array.isArray(await c.req.json())) {
-      const message = 'Invalid type: Expected Object but received Array';
-      throw validationFailed([{ path: '', message }], message);
+    const path = arrayForObject(schema, await c.req.json());
+    if (path !== undefined) {
+      const details = [{ path, message: 'Invalid type: Expected Object but received Array' }];
+      throw validationFailed(details, summary(details));
     }
     return validate(c, next);
   };
@@ -181,8 +214,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
     if (params) chain.push(vValidator('param', params, failOnIssues));
     if (query) chain.push(queryValidator(query));
     if (body) {
-      const json = vValidator('json', body, failOnIssues) as unknown as MiddlewareHandler<AppEnv>;
-      const validate = wantsObject(body) ? refusingArrays(json) : json;
+      const validate = refusingArrays(body, vValidator('json', body, failOnIssues) as unknown as MiddlewareHandler<AppEnv>);
       chain.push(route.config?.optionalBody ? optionalJsonBody(body, validate) : jsonBody, ...(route.config?.optionalBody ? [] : [validate]));
     }
     // Takes no `next`: whatever the route's handler answers, at once or later, is the answer.

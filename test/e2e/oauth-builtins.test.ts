@@ -401,6 +401,19 @@ describe('Intuit: config.environment picks the userinfo host of the sandbox or p
     expect(calls(intuit, before)[1]).toBe('GET accounts.platform.intuit.com/v1/openid_connect/userinfo');
   });
 
+  it('config given as an array is 400 validation_failed naming config, not stored as {} (valibot lets an array pass an object check)', async () => {
+    for (const [method, path, json] of [
+      ['PATCH', '/auth/providers/intuit', { config: [] }],
+      ['PATCH', '/auth/providers/intuit', { config: [{ environment: 'sandbox' }] }],
+      ['POST', '/auth/providers', { providerId: 'github', type: 'arctic', clientId: 'x', clientSecret: 'y', config: [] }],
+    ] as const) {
+      const res = await admin.fetch(path, { method, json });
+      expect(res.status, JSON.stringify(json)).toBe(400);
+      const body = (await res.json()) as { error: { code: string; details: { path: string; message: string }[] } };
+      expect(body.error).toMatchObject({ code: 'validation_failed', details: [{ path: 'config', message: 'Invalid type: Expected Object but received Array' }] });
+    }
+  });
+
   it('another environment is 400 validation_failed naming config.environment', async () => {
     const res = await admin.fetch('/auth/providers/intuit', { method: 'PATCH', json: { config: { environment: 'staging' } } });
     expect(res.status).toBe(400);

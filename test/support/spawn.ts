@@ -5,7 +5,7 @@
 // killed, and each child also kills itself should its parent disappear (die-with-parent.ts).
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,16 +18,41 @@ const DIE_WITH_PARENT = pathToFileURL(fileURLToPath(new URL('./die-with-parent.t
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A port nothing listens on right now (the OS picks it; it is released before returning). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+function ephemeralStart(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (low) return low;
+  } catch {
+    // not Linux
+  }
+  return 32768;
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = net.createServer();
     server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+const picked = new Set<number>();
+/**
+ * A free port for a server a test starts: 10000 up to 27000 (below MongoDB's 27017 and the cluster suite's
+ * Sentinels) and below the ephemeral range, never handed out before by this process. Not the port 0 trick:
+ * between it and the server's listen, any outgoing connection may take that ephemeral port as its own
+ * (a deployment run failed so: EADDRINUSE).
+ */
+export async function freePort(): Promise<number> {
+  const top = Math.min(ephemeralStart(), 27_000);
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 10_000 + Math.floor(Math.random() * (top - 10_000));
+    if (picked.has(port) || !(await canListen(port))) continue;
+    picked.add(port);
+    return port;
+  }
+  throw new Error('no free port below the ephemeral range');
 }
 
 /** A fresh temporary directory, removed by `cleanupTempDirs()` (called by `stopAll()`). */

@@ -29,14 +29,13 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { startIdp, type Idp } from '../../support/oidc.ts';
 import { startSmtp, type TestSmtp } from '../../support/smtp.ts';
 import { CHROMIUM } from './browser.ts';
-import { PROJECT_DIR, sleep, startReadySvc, stopAll, tempDir, type SvcProcess } from '../../support/spawn.ts';
+import { freePort, PROJECT_DIR, sleep, startReadySvc, stopAll, tempDir, type SvcProcess } from '../../support/spawn.ts';
 
 export const NGINX_CONF = path.join(PROJECT_DIR, 'deploy/nginx.conf');
 export const FRONTEND_DIR = path.join(PROJECT_DIR, 'test/deploy/frontend');
@@ -82,36 +81,8 @@ export interface Deployment {
 // ---------------------------------------------------------------------------------------------
 // Ports
 
-function ephemeralRange(): [number, number] {
-  try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (low && high) return [low, high];
-  } catch {
-    // not Linux
-  }
-  return [32768, 60999];
-}
-
-function canListen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-const picked = new Set<number>();
-/** A free port outside the ephemeral range (10000 up to its start), not handed out before by this process. */
-export async function pickPort(): Promise<number> {
-  const top = Math.min(ephemeralRange()[0], 32768);
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const port = 10_000 + Math.floor(Math.random() * (top - 10_000));
-    if (picked.has(port) || !(await canListen(port))) continue;
-    picked.add(port);
-    return port;
-  }
-  throw new Error('no free port below the ephemeral range');
-}
+/** A free port outside the ephemeral range (see `freePort`). */
+export const pickPort = freePort;
 
 // ---------------------------------------------------------------------------------------------
 // nginx

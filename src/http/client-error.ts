@@ -17,8 +17,8 @@ const MALFORMED: [number, string, string] = [400, 'bad_request', 'The request is
 /** Every status and code these answers use (the docs' error table lists them). */
 export const PARSER_ERROR_CODES: [status: number, code: string][] = [...Object.values(ANSWERS), MALFORMED].map(([status, code]) => [status, code]);
 
-/** The raw HTTP/1.1 answer for a parser error code (exported for the test). */
-export function clientErrorAnswer(errorCode: string | undefined): string {
+/** The raw HTTP/1.1 answer for a parser error code. */
+function clientErrorAnswer(errorCode: string | undefined): string {
   const [status, code, message] = ANSWERS[errorCode ?? ''] ?? MALFORMED;
   const body = JSON.stringify({ error: { code, message } });
   return (

@@ -72,7 +72,7 @@ async function createUser(args: string[]): Promise<number> {
     process.stderr.write(`the password must be at least ${MIN_PASSWORD_LENGTH} characters\n`);
     return 2;
   }
-  const { config } = await loadConfig();
+  const { config } = await loadConfig(process.env, { sendsMail: false });
   const logger = createLogger('warn');
   const db = await openDatabase(config, logger);
   try {

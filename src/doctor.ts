@@ -166,7 +166,7 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
     'SVC_SECRET_ENCRYPTION_KEY',
     key && !weakKey ? 'ok' : production ? 'fail' : 'warn',
     !key
-      ? `not set${production ? ' in production' : ''}: OAuth client secrets and provider tokens are stored unencrypted`
+      ? `not set${production ? ' in production' : ''}: OAuth client secrets, TOTP secrets and provider tokens are stored unencrypted`
       : weakKey
         ? `${key.length} characters: a short passphrase can be guessed against the stored ciphertext (fewer than ${MIN_KEY_LENGTH})`
         : 'set',

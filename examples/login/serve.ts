@@ -15,8 +15,21 @@ const api = (process.env.SVC_API ?? 'http://localhost:3000').replace(/\/$/, '');
 const dir = await buildExample();
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css', '.map': 'application/json' };
 
+/** The request's path, decoded; null when it does not decode (`/%E0%A4%A`). */
+function pathOf(url = '/'): string | null {
+  try {
+    return decodeURIComponent(new URL(url, 'http://x').pathname);
+  } catch {
+    return null;
+  }
+}
+
 const server = http.createServer((req, res) => {
-  const pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+  const pathname = pathOf(req.url);
+  if (pathname === null) {
+    res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' }).end('Bad request: the path does not decode\n');
+    return;
+  }
   if (pathname === '/config.js') {
     res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'no-store' }).end(configScript(`${api}/api`));
     return;

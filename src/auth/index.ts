@@ -119,7 +119,7 @@ export class Auth {
     const users = await UserService.open(db);
     const providers = await ProviderService.open(db, config);
     if (!providers.secrets.encrypts) {
-      logger.warn('SVC_SECRET_ENCRYPTION_KEY is not set: OAuth client secrets (database) and provider token blobs (store) are kept unencrypted');
+      logger.warn('SVC_SECRET_ENCRYPTION_KEY is not set: OAuth client secrets and TOTP secrets (database) and provider token blobs (store) are kept unencrypted');
     }
     await resealSecretsAtRest(providers, users, logger);
     const accounts = await AccountLinks.open(db, users);

@@ -276,7 +276,7 @@ export function defaultKeyPrefix(cookieName: string): string {
  */
 export async function loadConfig(
   processEnv: NodeJS.ProcessEnv = process.env,
-  overrides: { raw?: unknown } = {},
+  overrides: { raw?: unknown; sendsMail?: boolean } = {},
 ): Promise<{ config: Config; warnings: string[] }> {
   const appRoot = path.resolve(processEnv.SVC_APP_PATH || process.cwd());
   const { env, warnings } = parseEnv(processEnv, appRoot);
@@ -290,8 +290,9 @@ export async function loadConfig(
   // Links in mails go to the frontend, whose page POSTs the token (CONTRACT 12).
   const linkBaseUrl = (auth.email.linkBaseUrl ?? env.frontendUrls[0] ?? env.callbackBaseUrl).replace(/\/+$/, '');
   const config: Config = { ...parsed.output, auth: { ...auth, store: { keyPrefix: auth.store.keyPrefix ?? '' }, email: { ...auth.email, linkBaseUrl } }, env, source };
+  // Only what sends mail needs the relay: `svc user create` on the same app root does not.
   for (const feature of ['signup', 'magicLink'] as const) {
-    if (config.auth[feature].enabled && !env.smtpUrl) throw new ConfigError(`auth.${feature}.enabled needs mail: set SVC_SMTP_URL (smtp://host:port or smtps://host:port)`);
+    if (config.auth[feature].enabled && !env.smtpUrl && overrides.sendsMail !== false) throw new ConfigError(`auth.${feature}.enabled needs mail: set SVC_SMTP_URL (smtp://host:port or smtps://host:port)`);
   }
   const urlProblems = templateUrlProblems(config.auth.providers.custom, env.allowInsecureProviderUrls);
   if (urlProblems.length) throw new ConfigError(`${where} is not valid:\n  ${urlProblems.join('\n  ')}`);

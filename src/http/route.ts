@@ -68,10 +68,15 @@ export function routesOf(app: object): RouteDefinition[] {
 
 /** valibot issues as CONTRACT section 2's `details`: `[{"path":"a.b","message":"..."}]`. */
 export function issueDetails(issues: readonly v.BaseIssue<unknown>[]): ErrorDetail[] {
-  return issues.map((issue) => ({
-    path: v.getDotPath(issue) ?? '',
-    message: issue.kind === 'schema' && issue.type === 'strict_object' && issue.expected === 'never' ? 'is not an allowed field' : issue.message,
-  }));
+  return issues.map((issue) => ({ path: v.getDotPath(issue) ?? '', message: messageOf(issue) }));
+}
+
+/** valibot's words where they read well; its object-key issues said as a person would. */
+function messageOf(issue: v.BaseIssue<unknown>): string {
+  const objectKey = issue.kind === 'schema' && /object/.test(issue.type) && issue.message.startsWith('Invalid key');
+  if (objectKey && issue.expected === 'never') return 'is not an allowed field';
+  if (objectKey && issue.received === 'undefined') return 'is required';
+  return issue.message;
 }
 
 /** One line for a person: each problem prefixed by its field unless the message names it already. */

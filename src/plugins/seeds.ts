@@ -167,8 +167,10 @@ export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin
     }
   }
   if (compositions.length || links.length) {
-    // Named by source: a plugin's page beside "no landing page is seeded" read as a contradiction.
+    // Named by source and by what they hold: "landing seeds applied" beside "no landing page is seeded"
+    // read as a contradiction (a plugin's compositions are seeds too, but no landing page).
     const from = [...new Set([...compositions, ...links].map((seed) => seed.source))];
-    instance.logger.info({ compositions: compositions.length, interactionLinks: links.length, from }, `landing seeds applied (from ${from.join(', ')})`);
+    const what = `${compositions.length} compositions and ${links.length} interaction links seeded (from ${from.join(', ')})`;
+    instance.logger.info({ compositions: compositions.length, interactionLinks: links.length, from }, landing[0] ? `${what}, landing page "${landing[0].doc._id}"` : what);
   }
 }

@@ -146,9 +146,17 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
 
     await signIn(page, person.email, person.password);
     await poll(() => page.getByRole('alert').textContent()).toMatch(/confirm your email/i);
+    await mainButton(page, 'Send the confirmation again').click();
+    await poll(() => page.getByRole('status').textContent()).toBe(`If ${person.email} waits for confirmation, a new link is on its way.`);
+    await poll(() => smtp.to(person.email).length).toBe(2);
     await shots.take(page, 'login before the email is confirmed');
 
+    // Opening the link (what a mail scanner does, script and all) uses nothing; the button does.
     await page.goto(await linkFromMail(person.email, '/verify-email'));
+    await mainButton(page, 'Confirm my address').waitFor();
+    expect(new URL(page.url()).search, 'the token leaves the address bar').toBe('');
+    await shots.take(page, 'verify-email page: the link opened');
+    await mainButton(page, 'Confirm my address').click();
     await poll(() => heading(page).textContent()).toBe('Email confirmed');
     expect(await page.getByRole('status').textContent()).toBe('Email confirmed.');
     await shots.take(page, 'verify-email page: confirmed');
@@ -324,6 +332,48 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await shots.take(page, 'connected accounts: linked');
     await mainButton(page, `Disconnect ${d.oauthProvider.label}`).click();
     await poll(() => page.locator('#connected li').count()).toBe(0);
+  });
+
+  it('a pending link: OAuth with the unverified address of the password account, account_exists, then signed in, "Connect"', async () => {
+    const login = 'sam-unverified';
+    d.idp.setAccount(login, { email: person.email, email_verified: false, name: 'Sam elsewhere' });
+    const { page: p } = await newPage();
+    const asked: string[] = [];
+    p.on('request', (r) => void (r.url().includes('/auth/link/confirm') && asked.push(`${r.method()} ${new URL(r.url()).pathname}`)));
+    // A plain visit to the account page does not ask for a pending link (no 404 in the console).
+    await signIn(p, person.email, person.password);
+    await expectAccount(p, person.email);
+    await poll(() => p.locator('#connected').count()).toBe(1);
+    expect(asked).toEqual([]);
+    await mainButton(p, 'Sign out').click();
+    await p.waitForURL(`${d.appOrigin}/login`);
+
+    await p.getByRole('button', { name: `Continue with ${d.oauthProvider.label}` }).click();
+    await p.locator('input[name=login]').fill(login);
+    await p.locator('input[name=password]').fill('any password');
+    await p.getByRole('button', { name: 'Sign-in' }).click();
+    await p.getByRole('button', { name: 'Continue' }).click();
+    await p.waitForURL((url) => url.origin === d.appOrigin);
+    await poll(() => p.locator('#error').textContent()).toContain('An account with this email exists');
+    await shots.take(p, 'pending link: account_exists on the login page');
+
+    await signIn(p, person.email, person.password);
+    await expectAccount(p, person.email);
+    const offer = p.getByRole('region', { name: 'Connect this sign-in?' });
+    await offer.waitFor({ timeout: 20_000 });
+    expect(await offer.textContent()).toContain(`Connect your ${d.oauthProvider.id} account (${person.email})`);
+    await shots.take(p, 'pending link: the offer on the account page');
+    await offer.getByRole('button', { name: 'Connect', exact: true }).click();
+    await afterStepUp(p, p.getByRole('status').getByText('Connected.'), person.password);
+    await poll(() => p.locator('#connected li').count()).toBe(1);
+    expect(await p.getByRole('region', { name: 'Connect this sign-in?' }).count()).toBe(0);
+    expect([...new Set(asked)], 'asked once an OAuth login said account_exists, then accepted (again after a step-up)').toEqual([
+      'GET /api/auth/link/confirm',
+      'POST /api/auth/link/confirm',
+    ]);
+    // Disconnected again: the next tests sign in with the password alone.
+    await mainButton(p, `Disconnect ${d.oauthProvider.label}`).click();
+    await poll(() => p.locator('#connected li').count()).toBe(0);
   });
 
   it('forgot password, the reset link from the mail, the new password works', async () => {

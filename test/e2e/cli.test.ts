@@ -3,7 +3,7 @@
 // embedded database of a fresh app root. The database is opened after the CLI exited.
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,7 +38,7 @@ interface Run {
  */
 function svc(root: string, args: string[], stdin: string, viaNpx = false): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_APP_PATH: root };
-  for (const k of ['MONGODB_URL', 'SVC_DATA_DIR', 'CACHE_URL', 'SVC_CACHE_URL', 'SVC_ADMIN_EMAIL', 'SVC_ADMIN_PASSWORD']) delete env[k];
+  for (const k of ['MONGODB_URL', 'SVC_DATA_DIR', 'CACHE_URL', 'SVC_CACHE_URL', 'SVC_ADMIN_EMAIL', 'SVC_ADMIN_PASSWORD', 'SVC_SMTP_URL']) delete env[k];
   return new Promise((resolve, reject) => {
     const [command, ...prefix] = viaNpx ? ['npx', '--no-install', 'svc'] : [process.execPath, 'bin/svc.js'];
     const child = spawn(command!, [...prefix, ...args], { cwd: PROJECT_DIR, env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -110,6 +110,14 @@ describe('npx svc user create', () => {
     const [user] = await usersIn(root);
     expect(user!.email).toBe('plain@example.com');
     expect(user!.tags).not.toContain('ADMIN');
+  });
+
+  it('works on an app root with sign-up on and no mail relay (only the service needs SVC_SMTP_URL)', async () => {
+    const root = appRoot();
+    writeFileSync(path.join(root, 'svc.config.json'), JSON.stringify({ auth: { signup: { enabled: true }, magicLink: { enabled: true } } }));
+    const run = await svc(root, ['user', 'create', '--email', 'mailless@example.com'], 'plain password');
+    expect(run.code, run.stderr).toBe(0);
+    expect((await usersIn(root)).map((u) => u.email)).toEqual(['mailless@example.com']);
   });
 
   it('refuses --password on the command line (exit 2) and creates nobody', async () => {

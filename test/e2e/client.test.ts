@@ -197,6 +197,27 @@ describe('@svc/client against /openapi.json', () => {
   });
 });
 
+describe('@svc/client in an app\'s own TypeScript build', () => {
+  it('type-checks with the strictest settings of a Vite template (erasableSyntaxOnly, noUncheckedIndexedAccess)', () => {
+    const program = ts.createProgram([path.join(PROJECT_DIR, 'packages/client/src/index.ts')], {
+      strict: true,
+      noEmit: true,
+      erasableSyntaxOnly: true,
+      noUncheckedIndexedAccess: true,
+      verbatimModuleSyntax: true,
+      allowImportingTsExtensions: true,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      module: ts.ModuleKind.ESNext,
+      target: ts.ScriptTarget.ES2022,
+      lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+      types: [],
+      skipLibCheck: true,
+    });
+    const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    expect(problems).toEqual([]);
+  });
+});
+
 describe('@svc/client against the running app: each answer fits the client type', () => {
   const responses = members('Responses');
   const checked = new Set<RouteName>();
@@ -272,6 +293,15 @@ describe('@svc/client against the running app: each answer fits the client type'
     await expect(svc.totpEnroll()).resolves.toBeDefined(); // fresh after the login
     await expect(svc.endSession('nope')).rejects.toMatchObject({ status: 404, code: 'not_found' });
     await expect(svc.endSession('x'.repeat(129))).rejects.toMatchObject({ status: 400, code: 'validation_failed', details: [expect.objectContaining({ path: 'id' })] });
+  });
+
+  it('an answer that is not the service\'s (a dev server\'s index.html for every path, no server) is an SvcError too', async () => {
+    const html = createClient({ baseUrl: '/api', fetch: async () => new Response('<!doctype html><title>app</title>', { status: 200, headers: { 'content-type': 'text/html' } }) });
+    await expect(html.session()).rejects.toMatchObject({ name: 'SvcError', status: 200, code: 'unexpected_response', message: expect.stringContaining('/api/auth/session is not JSON') });
+    const proxyPage = createClient({ fetch: async () => new Response('<html>502 Bad Gateway</html>', { status: 502 }) });
+    await expect(proxyPage.login({ email: 'a@example.com', password: 'x' })).rejects.toMatchObject({ status: 502, code: 'unexpected_response' });
+    const nothing = createClient({ fetch: () => Promise.reject(new TypeError('fetch failed')) });
+    await expect(nothing.logout()).rejects.toMatchObject({ status: 0, code: 'network_error' });
   });
 
   it('sign-up, verification, forgot/reset and the magic link, with the tokens from the mails', async () => {

@@ -20,7 +20,7 @@ const params = new URLSearchParams(location.search);
 /** Messages for `?auth_error=<code>` (docs/oauth.md) after an OAuth journey. */
 const AUTH_ERRORS: Record<string, string> = {
   access_denied: 'The sign-in was cancelled at the provider.',
-  account_exists: 'An account with this email exists: sign in with your password, then connect this provider on your account page.',
+  account_exists: 'An account with this email exists: sign in with your password, and your account page offers to connect this provider.',
   identity_in_use: 'That account of the provider is already connected to another user.',
   no_email: 'The provider did not share an email address.',
   invalid_state: 'The sign-in took too long or was started in another browser. Try again.',
@@ -82,6 +82,7 @@ const fresh = <T>(action: () => Promise<T>) => svc.withStepUp(action, askForProo
 
 /** The second step of a login (TOTP code or a recovery code); resolves when signed in. */
 function secondStep(): void {
+  clearMessages(); // e.g. "Checking your sign-in link…" of the magic link that led here
   page(
     'Two-step verification',
     h('p', {}, 'Enter the 6-digit code from your authenticator app.'),
@@ -130,11 +131,19 @@ async function loginPage(): Promise<void> {
       {
         label: 'Sign in with email and password',
         submit: 'Sign in',
-        action: async ({ email = '', password = '' }) => afterLogin(await svc.login({ email, password })),
+        action: async ({ email = '', password = '' }) => {
+          try {
+            afterLogin(await svc.login({ email, password }));
+          } catch (e) {
+            if (e instanceof SvcError && e.code === 'email_not_verified') offerConfirmationAgain(email);
+            throw e;
+          }
+        },
       },
       field('Email', { name: 'email', type: 'email', autocomplete: 'username webauthn', required: true }),
       field('Password', { name: 'password', type: 'password', autocomplete: 'current-password', required: true }),
     ),
+    h('div', { id: 'resend' }),
     h('div', { class: 'actions' }, actionButton('Sign in with a passkey', async () => afterLogin(await svc.loginWithPasskey()))),
     oauthButtons(providers),
     h(
@@ -142,6 +151,16 @@ async function loginPage(): Promise<void> {
       { 'aria-label': 'Other ways' },
       h('ul', {}, h('li', {}, link('/forgot-password', 'Forgot your password?')), h('li', {}, link('/login/link', 'Email me a sign-in link')), h('li', {}, link('/signup', 'Create an account'))),
     ),
+  );
+}
+
+/** docs/email.md: where login answers `email_not_verified`, offer the mail again. */
+function offerConfirmationAgain(email: string): void {
+  document.getElementById('resend')?.replaceChildren(
+    actionButton('Send the confirmation again', async () => {
+      await svc.requestVerification(email);
+      say(`If ${email} waits for confirmation, a new link is on its way.`);
+    }),
   );
 }
 
@@ -214,15 +233,27 @@ async function verifyEmailPage(): Promise<void> {
     field('Email', { name: 'email', type: 'email', autocomplete: 'email', required: true }),
   );
   if (!token) return page('Confirm your email', resend);
-  page('Confirm your email', h('p', {}, 'Confirming…'));
-  try {
-    const { email } = await svc.verifyEmail(token);
-    page('Email confirmed', h('p', {}, `${email} is confirmed. You can sign in now.`), link('/login', 'Sign in'));
-    say('Email confirmed.');
-  } catch (e) {
-    page('Confirm your email', h('p', {}, 'This link cannot be used any more.'), resend);
-    showError(e);
-  }
+  // A click uses the token, not the page load: some mail scanners run a page's script (docs/email.md).
+  // The token leaves the address bar (history, screenshots).
+  history.replaceState(null, '', location.pathname);
+  page(
+    'Confirm your email',
+    h('p', {}, 'Confirm that this address is yours.'),
+    h(
+      'div',
+      { class: 'actions' },
+      actionButton('Confirm my address', async () => {
+        try {
+          const { email } = await svc.verifyEmail(token);
+          page('Email confirmed', h('p', {}, `${email} is confirmed. You can sign in now.`), link('/login', 'Sign in'));
+          say('Email confirmed.');
+        } catch (e) {
+          page('Confirm your email', h('p', {}, 'This link cannot be used any more.'), resend);
+          throw e;
+        }
+      }),
+    ),
+  );
 }
 
 function forgotPage(): void {
@@ -246,6 +277,7 @@ function forgotPage(): void {
 function resetPage(): void {
   const token = params.get('token');
   if (!token) return forgotPage();
+  history.replaceState(null, '', location.pathname);
   page(
     'Choose a new password',
     form(
@@ -298,7 +330,11 @@ async function sessionsSection(): Promise<HTMLElement> {
   );
 }
 
-function passwordSection(): HTMLElement {
+/** The account's name in a password form, hidden: password managers file the password under it. */
+const usernameOf = (session: Session) =>
+  h('input', { type: 'text', name: 'username', autocomplete: 'username', value: session.user?.email ?? '', hidden: true, readonly: true, tabindex: '-1', 'aria-hidden': 'true' });
+
+function passwordSection(session: Session): HTMLElement {
   return h(
     'section',
     { 'aria-labelledby': 'password-title' },
@@ -313,6 +349,7 @@ function passwordSection(): HTMLElement {
           say('Password changed; your other sessions have ended.');
         },
       },
+      usernameOf(session),
       field('Current password', { name: 'currentPassword', type: 'password', autocomplete: 'current-password', required: true }),
       field('New password', { name: 'newPassword', type: 'password', autocomplete: 'new-password', minlength: '8', required: true }),
     ),
@@ -335,6 +372,7 @@ function totpSection(session: Session): HTMLElement {
             await accountPage();
           },
         },
+        usernameOf(session),
         field('Password', { name: 'password', type: 'password', autocomplete: 'current-password', required: true }),
       ),
     );
@@ -347,7 +385,13 @@ function totpSection(session: Session): HTMLElement {
       body.replaceChildren(
         h('p', {}, 'Scan this code with your authenticator app, then enter the 6-digit code it shows.'),
         h('img', { src: qrCode, alt: 'QR code for your authenticator app', id: 'totp-qr', width: '200', height: '200' }),
-        h('details', {}, h('summary', {}, 'Cannot scan? Enter the key by hand'), h('code', { id: 'otpauth-uri' }, otpauthUri)),
+        h(
+          'details',
+          {},
+          h('summary', {}, 'Cannot scan? Enter the key by hand'),
+          h('p', {}, 'Key: ', h('code', { id: 'totp-key' }, (new URL(otpauthUri).searchParams.get('secret') ?? '').replace(/(.{4})(?=.)/g, '$1 '))),
+          h('p', {}, 'Or, in an app that takes one, the whole address: ', h('code', { id: 'otpauth-uri' }, otpauthUri)),
+        ),
         form(
           {
             label: 'Confirm two-step verification',
@@ -477,10 +521,22 @@ async function connectedSection(): Promise<HTMLElement> {
   );
 }
 
+/**
+ * Set when an OAuth login came back with `account_exists`, the only way a pending link is made: the
+ * account page asks for one only then (the link's cookie is HttpOnly, and asking every time would
+ * answer 404 `no_pending_link` on every visit).
+ */
+const PENDING_LINK_HINT = 'svc-example:pending-link';
+
 /** A pending link (docs/oauth.md): an identity that waits for this user to accept it. */
 async function pendingLinkSection(): Promise<HTMLElement | null> {
+  if (!sessionStorage.getItem(PENDING_LINK_HINT)) return null;
   const pending = await svc.pendingLink().catch(() => null);
-  if (!pending) return null;
+  const done = () => sessionStorage.removeItem(PENDING_LINK_HINT);
+  if (!pending) {
+    done();
+    return null;
+  }
   return h(
     'section',
     { 'aria-labelledby': 'pending-title', class: 'notice' },
@@ -488,11 +544,13 @@ async function pendingLinkSection(): Promise<HTMLElement | null> {
     h('p', {}, `Connect your ${pending.provider} account (${pending.email}) to this account?`),
     actionButton('Connect', async () => {
       await fresh(() => svc.confirmLink());
+      done();
       say('Connected.');
       await accountPage();
     }),
     actionButton('Not now', async () => {
       await svc.cancelLink();
+      done();
       await accountPage();
     }),
   );
@@ -520,7 +578,7 @@ async function accountPage(): Promise<void> {
     ),
     sections[0],
     sections[1],
-    passwordSection(),
+    passwordSection(session),
     totpSection(session),
     sections[2],
     sections[3],
@@ -549,6 +607,7 @@ async function start(): Promise<void> {
   } catch (e) {
     showError(e);
   }
+  if (authError === 'account_exists') sessionStorage.setItem(PENDING_LINK_HINT, '1');
   if (authError) {
     showError(new SvcError(0, authError, AUTH_ERRORS[authError] ?? `The sign-in failed (${authError}).`));
     history.replaceState(null, '', location.pathname);

@@ -77,10 +77,22 @@ export function say(text: string): void {
   statusRegion().textContent = text;
 }
 
-/** What a person reads for an error: the service's message, with the field names of `details`. */
+/**
+ * Words for the codes a person meets on these pages. The service's messages are written for the
+ * developer calling it (some name the route to call next), so the page says it its own way.
+ */
+const FOR_A_PERSON: Record<string, string> = {
+  email_not_verified: 'Confirm your email address first: follow the link in the mail we sent you.',
+  reauthentication_required: 'Confirm it is you first: this change needs a recent sign-in.',
+  network_error: 'The service cannot be reached. Check your connection and try again.',
+  unexpected_response: 'The service answered something unexpected. Try again later.',
+};
+
+/** What a person reads for an error: our words for its code, else the service's message. */
 export function describeError(e: unknown): string {
   if (e && typeof e === 'object' && 'code' in e && 'message' in e) {
-    return (e as { message: string }).message;
+    const { code, message } = e as { code: string; message: string };
+    return FOR_A_PERSON[code] ?? message;
   }
   return e instanceof Error ? e.message : String(e);
 }

@@ -33,13 +33,16 @@ export interface ErrorDetail {
 /** Any answer other than 2xx (docs/api.md, error codes), or no answer at all (`status` 0, `network_error`). */
 export class SvcError extends Error {
   override readonly name = 'SvcError';
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details: ErrorDetail[] = [],
-  ) {
+  // Fields declared in the body, not as constructor parameter properties: the client ships as TypeScript
+  // source, and apps compile it with `erasableSyntaxOnly` (Vite's templates) or Node's type stripping.
+  readonly status: number;
+  readonly code: string;
+  readonly details: ErrorDetail[];
+  constructor(status: number, code: string, message: string, details: ErrorDetail[] = []) {
     super(message);
+    this.status = status;
+    this.code = code;
+    this.details = details;
   }
 }
 
@@ -90,7 +93,12 @@ export function createClient(options: ClientOptions = {}) {
     if (!res.ok) throw await errorOf(res);
     // 204, and the 202 `{}` of the email routes, carry nothing the caller needs.
     if (res.status === 204 || res.status === 202) return undefined as never;
-    return (await res.json()) as never;
+    // A 2xx that is not JSON is no answer of svc: e.g. a dev server's index.html for every path.
+    try {
+      return (await res.json()) as never;
+    } catch {
+      throw new SvcError(res.status, 'unexpected_response', `HTTP ${res.status} from ${base}${path} is not JSON: is baseUrl the service's API?`);
+    }
   };
 
   /** Registers a passkey in this browser (the session must be fresh: step-up). */

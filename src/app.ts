@@ -13,8 +13,8 @@ import { docsRoutes } from './http/docs.ts';
 import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi } from './http/openapi.ts';
 import { corsOrigin, originCheck } from './http/origins.ts';
-import { requestHeader } from './http/request-headers.ts';
 import { DEFAULT_HEADERS, nodeResponse, presetHeader, requestIdFor } from './http/response-headers.ts';
+import { nodeRequest, requestHeader } from './http/request-headers.ts';
 import { defineRoute, mountRoutes, requireCaller, routesOf, type RouteDefinition } from './http/route.ts';
 import { MemoTrieRouter } from './http/router.ts';
 import type { ServerInstance } from './instance.ts';
@@ -48,7 +48,9 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
     c.set('requestId', id);
     presetHeader(c, 'X-Request-Id', id);
     if (nodeResponse(c)) for (const [name, value] of DEFAULT_HEADERS) presetHeader(c, name, value);
-    return requestStarted(logger);
+    // Timed from where it came in: `GET /auth/session`'s lane may have waited for the store first.
+    const incoming = nodeRequest(c);
+    return (incoming && instance.auth.lookedUp.get(incoming)?.started) || requestStarted(logger);
   };
   /** What ends every request: the DEFAULT_HEADERS where Node's response did not take them, and the log line. */
   const endRequest = (c: Context<AppEnv>, started: number): void => {

@@ -5,13 +5,13 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
-import { loadConfig, readConfigFile, type Config } from './config/load.ts';
+import { loadConfig, MIN_SECRET_KEY_LENGTH, readConfigFile, type Config } from './config/load.ts';
 import { appPluginsDir } from './plugins/loader.ts';
 import { checkedSeeds } from './plugins/seeds.ts';
 import { Mailer } from './email/transport.ts';
 import { createLogger } from './logger.ts';
+import { Stores } from './store/index.ts';
 
 export type Verdict = 'ok' | 'warn' | 'fail';
 export interface Check {
@@ -22,8 +22,6 @@ export interface Check {
 }
 
 const REACH_TIMEOUT_MS = 3000;
-/** `openssl rand -base64 32` gives 44 characters; a passphrase under this is guessable offline. */
-const MIN_KEY_LENGTH = 24;
 /** 0.1.x plugin code (migration step 6): the JWT-era request identity and token handling. */
 const LEGACY_PATTERNS: [RegExp, string][] = [
   [/\breq(uest)?\.user\b/, 'req.user (use c.get("authUser"): userId, isAdmin, provider)'],
@@ -78,19 +76,15 @@ function openScripts(appRoot: string, pluginFiles: string[]): string[] {
   return found;
 }
 
-async function reachable(what: 'redis' | 'mongodb', url: string): Promise<string | null> {
+async function reachable(what: 'redis' | 'mongodb', config: Config): Promise<string | null> {
   try {
     if (what === 'redis') {
-      const redis = new Redis(url, { lazyConnect: true, connectTimeout: REACH_TIMEOUT_MS, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      redis.on('error', () => {});
-      try {
-        await redis.connect();
-        await redis.ping();
-      } finally {
-        redis.disconnect();
-      }
+      // Exactly as start-up opens them (Stores.open): every instance and database the config uses, with
+      // SVC_STORE_PASSWORD, Cluster and Sentinel URLs, the socket's own error and start-up's deadline.
+      const stores = await Stores.open(config, createLogger('silent'));
+      await stores.close();
     } else {
-      const client = new MongoClient(url, { serverSelectionTimeoutMS: REACH_TIMEOUT_MS, connectTimeoutMS: REACH_TIMEOUT_MS });
+      const client = new MongoClient(config.env.mongodbUrl!, { serverSelectionTimeoutMS: REACH_TIMEOUT_MS, connectTimeoutMS: REACH_TIMEOUT_MS });
       try {
         await client.db().command({ ping: 1 });
       } finally {
@@ -161,14 +155,14 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
     'set CACHE_URL=redis://host:6379 (Redis 7+)',
   );
   const key = env.SVC_SECRET_ENCRYPTION_KEY ?? '';
-  const weakKey = key.length > 0 && key.length < MIN_KEY_LENGTH;
+  const weakKey = key.length > 0 && key.length < MIN_SECRET_KEY_LENGTH;
   add(
     'SVC_SECRET_ENCRYPTION_KEY',
     key && !weakKey ? 'ok' : production ? 'fail' : 'warn',
     !key
       ? `not set${production ? ' in production' : ''}: OAuth client secrets, TOTP secrets and provider tokens are stored unencrypted`
       : weakKey
-        ? `${key.length} characters: a short passphrase can be guessed against the stored ciphertext (fewer than ${MIN_KEY_LENGTH})`
+        ? `${key.length} characters: a short passphrase can be guessed against the stored ciphertext (fewer than ${MIN_SECRET_KEY_LENGTH})`
         : 'set',
     'set SVC_SECRET_ENCRYPTION_KEY to a long random secret (openssl rand -base64 32)',
   );
@@ -195,11 +189,11 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
 
   // Reachability.
   if (cacheUrl) {
-    const problem = await reachable('redis', cacheUrl);
-    add('Redis reachable', problem ? 'fail' : 'ok', problem ?? 'PING answered', 'start Redis or fix CACHE_URL');
+    const problem = await reachable('redis', config);
+    add('Redis reachable', problem ? 'fail' : 'ok', problem ?? 'PING answered', 'start Redis or fix CACHE_URL (and SVC_STORE_PASSWORD)');
   }
   if (config.env.mongodbUrl) {
-    const problem = await reachable('mongodb', config.env.mongodbUrl);
+    const problem = await reachable('mongodb', config);
     add('MongoDB reachable', problem ? 'fail' : 'ok', problem ?? 'ping answered', 'start MongoDB or fix MONGODB_URL');
   } else {
     add('MongoDB', production ? 'fail' : 'warn', 'MONGODB_URL not set: the embedded database (one process, one folder)', 'set MONGODB_URL for production and for several instances');

@@ -53,8 +53,14 @@ const accessLoggers = new WeakMap<Logger, Logger>();
  * (routes/auth/session.ts).
  */
 export function logRequest(logger: Logger, started: number, reqId: string, method: string, path: string, status: number): void {
-  if (started) (accessLoggers.get(logger) ?? logger).info({ reqId, method, path, status, ms: Math.round(performance.now() - started) }, 'request');
+  if (started) (accessLoggers.get(logger) ?? logger).info({ reqId, method, path: loggedPath(path), status, ms: Math.round(performance.now() - started) }, 'request');
 }
+
+/** An asset download's path holds its token, the credential itself (docs/assets.md): not in the log. */
+const TOKEN_IN_PATH = /^((?:\/api)?\/auth\/(?:session-)?asset\/)[^/]+/;
+
+/** The path as the access log shows it. */
+export const loggedPath = (path: string): string => (path.includes('asset/') ? path.replace(TOKEN_IN_PATH, '$1***') : path);
 
 /** `logRequest`'s `started`: now, when `info` is on, else 0 (no line will be written). */
 export const requestStarted = (logger: Logger): number => (logger.isLevelEnabled('info') ? performance.now() : 0);

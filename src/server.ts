@@ -175,9 +175,11 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     // socket.io on the same server, ready before the first connection arrives.
     await instance.realtime.attach(http);
     await new Promise<void>((resolve, reject) => {
-      http.once('error', reject);
+      // "getaddrinfo ENOTFOUND 999.1.1.1" / "listen EADDRINUSE ..." alone do not say which setting to fix.
+      const refused = (err: Error) => reject(new Error(`cannot listen on HOST=${config.env.host} PORT=${config.env.port}: ${err.message}`, { cause: err }));
+      http.once('error', refused);
       http.listen(config.env.port, config.env.host, () => {
-        http.off('error', reject);
+        http.off('error', refused);
         resolve();
       });
     });

@@ -136,15 +136,15 @@ type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
  * takes only the plainest form of the request: exactly this path (or `/api/auth/session`), no query,
  * no body, no `Origin` (no CORS, no origin check to apply), and a session cookie that holds a
  * session. Everything else goes to the app, which answers it as before (a cookie found to hold no
- * session is not looked up twice: `auth.sessionless`; a store that failed is asked again there, and
- * its error answered there). Why: a Request, a Context, the router and a Response per request were
+ * session is not looked up twice, and a store's failure is answered there without asking again:
+ * `auth.lookedUp`). Why: a Request, a Context, the router and a Response per request were
  * most of what this route cost above Node's own HTTP work (bench/README.md, "The session lane"),
  * on the one route every open tab of every frontend calls.
  */
 export function sessionLane({ auth, logger }: ServerInstance, next: NodeListener): NodeListener {
   const answer = (req: IncomingMessage, res: ServerResponse, id: string, found: LookedUp | null, started: number) => {
     if (!found) {
-      auth.sessionless.add(req);
+      auth.lookedUp.set(req, { started, failed: false });
       return next(req, res);
     }
     const reqId = requestIdFor(req.headers['x-request-id'] as string | undefined);
@@ -176,7 +176,10 @@ export function sessionLane({ auth, logger }: ServerInstance, next: NodeListener
       if (!isPending(found)) return answer(req, res, id, found, started);
       found.then(
         (looked) => answer(req, res, id, looked, started),
-        () => next(req, res),
+        (error: unknown) => {
+          auth.lookedUp.set(req, { started, failed: true, error });
+          next(req, res);
+        },
       ).catch((err: unknown) => failed(res, err));
     } catch (err) {
       failed(res, err);

@@ -466,7 +466,11 @@ export class Auth {
     const id = readCookie(c, this.cookieName);
     if (!id) return next();
     const incoming = nodeRequest(c);
-    if (incoming && this.sessionless.has(incoming)) return next();
+    const lookedUp = incoming && this.lookedUp.get(incoming);
+    if (lookedUp) {
+      if (lookedUp.failed) throw lookedUp.error; // the store's failure, answered (503) without waiting for it twice
+      return next();
+    }
     const found = this.sessions.lookup(id);
     if (isPending(found)) {
       return found.then((session) => {
@@ -510,11 +514,12 @@ export class Auth {
   private refreshAttributes: { maxAge: number; attributes: string } | undefined;
 
   /**
-   * Node requests whose session cookie was already looked up and found to hold no session (by
-   * `GET /auth/session`'s lane, routes/auth/session.ts, before it handed the request to the app):
-   * the session hook does not ask the store a second time.
+   * Node requests whose session cookie `GET /auth/session`'s lane (routes/auth/session.ts) already
+   * looked up before it handed the request to the app: when it started (for the access log), and
+   * either no session or the store's failure. The session hook does not ask the store a second time
+   * (with a hung store, that was a second command timeout before the 503).
    */
-  readonly sessionless = new WeakSet<IncomingMessage>();
+  readonly lookedUp = new WeakMap<IncomingMessage, { started: number; failed: boolean; error?: unknown }>();
 
   /**
    * Route hook: 401 `unauthenticated` without a session, 403 `forbidden` for a non-admin when

@@ -108,6 +108,7 @@ export class SessionService {
     const cache = this.cache;
     if (!cache || !this.store.track) return;
     const sessionPrefix = this.key('');
+    let wasLive: boolean | undefined; // one line per change: a reconnect reports "off" from several events
     try {
       this.stopTracking = await this.store.track(sessionPrefix, {
         invalidate: (keys) => {
@@ -116,6 +117,8 @@ export class SessionService {
         },
         live: (on) => {
           cache.setLive(on);
+          if (on === wasLive) return;
+          wasLive = on;
           this.logger.info({ store: this.store.name }, on ? 'local session cache on: Redis tracks session keys' : 'local session cache bypassed until key tracking is back');
         },
       });

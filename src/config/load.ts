@@ -134,6 +134,9 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   // like `constructor` must not find an inherited property.
   const storeUrls: Record<string, string> = Object.create(null) as Record<string, string>;
   const cacheUrl = env.CACHE_URL || env.SVC_CACHE_URL;
+  if (env.CACHE_URL && env.SVC_CACHE_URL && env.CACHE_URL !== env.SVC_CACHE_URL) {
+    warnings.push('CACHE_URL and SVC_CACHE_URL are both set and differ: CACHE_URL is used; remove one of them');
+  }
   if (cacheUrl) storeUrls.cache = cacheUrl;
   for (const [name, value] of Object.entries(env)) {
     const m = /^SVC_STORE_([A-Z0-9_]+)_URL$/.exec(name);
@@ -162,6 +165,10 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   }
   if (env.SERVER_TOKEN_SECRET || env.SVC_SERVER_TOKEN_SECRET) {
     warnings.push('SERVER_TOKEN_SECRET / SVC_SERVER_TOKEN_SECRET are obsolete since 0.2 (sessions replaced JWTs): remove them');
+  }
+  const keyLength = env.SVC_SECRET_ENCRYPTION_KEY?.length ?? 0;
+  if (keyLength > 0 && keyLength < MIN_SECRET_KEY_LENGTH) {
+    warnings.push(`SVC_SECRET_ENCRYPTION_KEY has ${keyLength} characters: a short passphrase can be guessed against the stored ciphertext; use ${MIN_SECRET_KEY_LENGTH} or more (openssl rand -base64 32)`);
   }
   const insecure = (env.SVC_ALLOW_INSECURE_PROVIDER_URLS ?? '').trim().toLowerCase();
   if (!['', '0', 'false', '1', 'true'].includes(insecure)) {
@@ -259,6 +266,12 @@ function templateUrlProblems(templates: CustomTemplate[], allowInsecure: boolean
     }),
   );
 }
+
+/**
+ * Fewer characters than this in SVC_SECRET_ENCRYPTION_KEY: a start-up warning, and `svc doctor` fails
+ * it in production (`openssl rand -base64 32` gives 44; a passphrase under this is guessable offline).
+ */
+export const MIN_SECRET_KEY_LENGTH = 24;
 
 /**
  * Each app its own key namespace on a shared store, unless its config names one: two apps on one host

@@ -116,6 +116,7 @@ export class Reachability {
       onDeadSocket = (address: string) => monitorSocketDestroyed(client, address),
       unstick = (address: string) => unstickMonitor(client, address),
     } = opts;
+    let reachedOnce = false;
     const update = () => {
       const checks = [...this.servers.values()];
       if (checks.length === 0) {
@@ -124,13 +125,15 @@ export class Reachability {
       }
       const failure = checks.every((c) => c !== null) ? checks[0]! : null;
       if (failure && !this.down) {
-        logger?.error({ db: 'mongodb', err: failure.message }, 'database unreachable: answering 503 until it is back');
+        // Before the first good check, start-up is still connecting and says itself why it gave up.
+        if (reachedOnce) logger?.error({ db: 'mongodb', err: failure.message }, 'database unreachable: answering 503 until it is back');
         const err = new UnavailableError('db', failure);
         for (const reject of this.reads) reject(err);
         this.reads.clear();
-      } else if (!failure && this.down) {
+      } else if (!failure && this.down && reachedOnce) {
         logger?.info({ db: 'mongodb' }, 'database reachable again');
       }
+      if (!failure) reachedOnce = true;
       this.down = failure;
     };
     client.on('serverHeartbeatStarted', (e: ServerHeartbeatStartedEvent) => {

@@ -28,6 +28,14 @@ function hostPorts(list: string, what: string): { host: string; port: number }[]
   });
 }
 
+/** The database of a URL's path (`/3`): undefined when there is none; 0..15, as Redis has by default. */
+function databaseOf(part: string | undefined): number | undefined {
+  if (part === undefined || part === '') return undefined;
+  const db = /^\d{1,2}$/.test(part) ? Number(part) : NaN;
+  if (!(db <= 15)) throw new Error(`the database "${part.slice(0, 20)}" is not 0..15`);
+  return db;
+}
+
 const decode = (part: string | undefined) => (part ? decodeURIComponent(part) : undefined);
 
 /** Parses a store URL; throws an Error whose message says what is wrong (never repeating a password). */
@@ -35,6 +43,8 @@ export function parseRedisUrl(url: string): RedisTarget {
   if (/^rediss?:\/\//.test(url)) {
     // The Redis client parses it the same way; fail here with a reason rather than a bare "Invalid URL".
     if (!URL.canParse(url)) throw new Error('the URL is not valid (percent-encode special characters in the password, e.g. / as %2F)');
+    // ioredis would SELECT "NaN" (an unhandled rejection) or, out of range, stay on database 0 unnoticed.
+    databaseOf(new URL(url).pathname.replace(/^\/|\/$/g, ''));
     return { kind: 'single', url, tls: url.startsWith('rediss:') };
   }
   const m = MULTI.exec(url);
@@ -56,11 +66,7 @@ export function parseRedisUrl(url: string): RedisTarget {
     return { kind: 'cluster', nodes: hostPorts(hosts!, 'cluster'), tls, ...creds };
   }
   if (!first) throw new Error('a sentinel URL needs the master name: redis+sentinel://host:port/<masterName>');
-  let db: number | undefined;
-  if (second !== undefined && second !== '') {
-    db = Number(second);
-    if (!Number.isInteger(db) || db < 0 || db > 15) throw new Error(`the database "${second}" is not 0..15`);
-  }
+  const db = databaseOf(second);
   return { kind: 'sentinel', sentinels: hostPorts(hosts!, 'sentinel'), masterName: decodeURIComponent(first), tls, ...(db !== undefined ? { db } : {}), ...creds };
 }
 

@@ -10,6 +10,8 @@ import type { SetOptions, Store, Subscription, TrackingListener } from './store.
 const INVALIDATE_CHANNEL = '__redis__:invalidate';
 /** Opening a connection: longer than this is a Redis that does not answer. */
 const CONNECT_TIMEOUT_MS = 2000;
+/** How long start-up waits for a store in all (several Sentinels, each up to CONNECT_TIMEOUT_MS). */
+const START_DEADLINE_MS = 10_000;
 
 /** A Redis URL with its password hidden, safe for log lines and error messages. */
 export function redactUrl(url: string): string {
@@ -95,17 +97,26 @@ export class RedisStore implements Store {
     return redisInspector({ ...this.server, db });
   }
 
-  /** Connects at start-up; a store that cannot be reached stops start-up with a clear message. */
+  /**
+   * Connects at start-up; a store that cannot be reached stops start-up with a clear message. A single
+   * server or a cluster fails on its first refused attempt; a Sentinel setup would ask its Sentinels
+   * again for ever (ioredis), so start-up as a whole gives up after START_DEADLINE_MS.
+   */
   async connect(url: string): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${START_DEADLINE_MS / 1000} s`)), START_DEADLINE_MS);
+    });
     try {
-      await this.client.connect();
-      await this.client.ping();
+      await Promise.race([this.client.connect().then(() => this.client.ping()), deadline]);
     } catch (err) {
       this.client.disconnect();
       // ioredis reports "Connection is closed"; the socket's own error (ECONNREFUSED...) says why.
-      const reason = this.lastError?.message ?? (err as Error).message;
-      // The deadline in the message: start-up gives up after one attempt, never retries for ever.
-      throw new Error(`cannot reach store "${this.name}" at ${redactUrl(url)} (connect timeout ${CONNECT_TIMEOUT_MS / 1000} s): ${reason}`, { cause: err });
+      const reason = [(err as Error).message, this.lastError?.message].filter((m, i, all) => m && all.indexOf(m) === i && m !== 'Connection is closed.').join(': ');
+      // The deadlines in the message: start-up gives up, never retries for ever.
+      throw new Error(`cannot reach store "${this.name}" at ${redactUrl(url)} (connect timeout ${CONNECT_TIMEOUT_MS / 1000} s, start-up deadline ${START_DEADLINE_MS / 1000} s): ${reason || 'Connection is closed.'}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -3,6 +3,7 @@
 // stop start-up before anything listens, with a message that names the culprit and hides passwords.
 
 import { writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.ts';
@@ -144,12 +145,30 @@ describe('loadConfig', () => {
     expect(await configError({ SVC_APP_PATH: appRoot(), MONGODB_URL: 'postgres://x' })).toContain('MONGODB_URL');
   });
 
+  it('a store URL whose database is not 0..15 is refused, naming the variable (ioredis would SELECT NaN, or stay on 0)', async () => {
+    for (const db of ['abc', '99', '16', '-1', '1.5']) {
+      const message = await configError({ SVC_APP_PATH: appRoot(), CACHE_URL: `redis://:pw-s3cret@127.0.0.1:6379/${db}` });
+      expect(message).toBe(`CACHE_URL (store instance "cache"): the database "${db}" is not 0..15`);
+    }
+    for (const db of ['', '0', '15', '3/']) {
+      const { config } = await loadConfig({ SVC_APP_PATH: appRoot(), CACHE_URL: `redis://127.0.0.1:6379/${db}` });
+      expect(config.env.storeUrls.cache).toBe(`redis://127.0.0.1:6379/${db}`);
+    }
+  });
+
   it('a store URL that cannot be parsed (unescaped / or # in the password) is refused, naming the instance, not the password', async () => {
     for (const url of ['redis://:pa/ss-s3cret@127.0.0.1:6379', 'redis://:pa#ss-s3cret@127.0.0.1:6379']) {
       const message = await configError({ SVC_APP_PATH: appRoot(), SVC_STORE_CACHE_PERSISTENT_URL: url });
       expect(message).toContain('cachePersistent');
       expect(message).not.toContain('s3cret');
     }
+  });
+
+  it('a short SVC_SECRET_ENCRYPTION_KEY gives a warning that counts, never repeats, it; a long one none', async () => {
+    const { warnings } = await loadConfig({ SVC_APP_PATH: appRoot(), SVC_SECRET_ENCRYPTION_KEY: 'hunter2' });
+    expect(warnings).toEqual([expect.stringMatching(/^SVC_SECRET_ENCRYPTION_KEY has 7 characters: .* use 24 or more/)]);
+    expect(warnings.join()).not.toContain('hunter2');
+    expect((await loadConfig({ SVC_APP_PATH: appRoot(), SVC_SECRET_ENCRYPTION_KEY: 'x'.repeat(24) })).warnings).toEqual([]);
   });
 
   it('SERVER_TOKEN_SECRET / SVC_SERVER_TOKEN_SECRET give an "obsolete" warning that does not repeat the secret', async () => {
@@ -285,6 +304,27 @@ describe('configuration of the real process', () => {
     expect(svc.stderr()).toContain('ECONNREFUSED');
     expect(deadlineSeconds(svc, /connect timeout ([\d.]+) s/)).toBeLessThanOrEqual(2);
     expect(svc.output()).not.toContain('cache-pw-s3cret');
+  });
+
+  it('every Sentinel unreachable: exits non-zero by the start-up deadline (ioredis would ask them for ever), without the password', async () => {
+    const svc = await startSvc({ env: { CACHE_URL: 'redis+sentinel://:sentinel-pw-s3cret@127.0.0.1:1,127.0.0.1:2/mymaster' }, startTimeoutMs: 60_000 });
+    expectRefusedToStart(svc);
+    expect(svc.stderr()).toMatch(/cannot reach store "cache"/);
+    expect(deadlineSeconds(svc, /start-up deadline ([\d.]+) s/)).toBeLessThanOrEqual(10);
+    expect(svc.output()).not.toContain('sentinel-pw-s3cret');
+  });
+
+  it('a PORT another process holds: exits non-zero naming HOST and PORT', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      const svc = await startSvc({ port, env: { HOST: '127.0.0.1' } });
+      expectRefusedToStart(svc);
+      expect(svc.stderr()).toContain(`svc failed to start: cannot listen on HOST=127.0.0.1 PORT=${port}: listen EADDRINUSE`);
+    } finally {
+      holder.close();
+    }
   });
 
   it('an unreachable SVC_STORE_CACHE_PERSISTENT_URL: exits non-zero, naming instance cachePersistent, without the password', async () => {

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
+import { redisServerAvailable, startPrivateRedis } from '../support/private-redis.ts';
 import { freePort, PROJECT_DIR, tempDir } from '../support/spawn.ts';
 
 const redisUrl = inject('redisUrl');
@@ -79,7 +80,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
     expectFail('SVC_SECRET_ENCRYPTION_KEY', /production/, /SVC_SECRET_ENCRYPTION_KEY/);
     expectFail('landing page', /reserved/, /\/login and \/logout/);
     expectFail('plugin sources', /plugins\/legacy\/index\.js: req\.user/, /authUser/);
-    expectFail('Redis reachable', /./, /CACHE_URL/);
+    expectFail('Redis reachable', /cannot reach store "cache" at redis:\/\/\*\*\*@127\.0\.0\.1:\d+ .*ECONNREFUSED/, /CACHE_URL/);
     expectFail('MongoDB', /MONGODB_URL not set/, /MONGODB_URL/);
     expect(out).not.toContain('hunter2');
     expect(out).not.toContain('old-jwt-secret');
@@ -145,5 +146,23 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
     const { code, out } = doctor(app({ 'svc.config.json': JSON.stringify({ auth: { cookie: { nmae: 'sid_app' } } }) }), {});
     expect(code).toBe(1);
     expect(out).toMatch(/FAIL config: [\s\S]*auth\.cookie\.nmae: unknown key/);
+  });
+});
+
+describe.skipIf(!redisServerAvailable)('svc doctor: Redis, opened as start-up opens it', () => {
+  it('a Redis with a password: ok with SVC_STORE_PASSWORD; without it, FAIL with the server\'s own reason', async () => {
+    const redis = await startPrivateRedis(await freePort());
+    try {
+      await redis.command(['CONFIG', 'SET', 'requirepass', 'doctor-pw-s3cret']);
+      const root = app({});
+      const withPassword = doctor(root, { CACHE_URL: redis.url, SVC_STORE_PASSWORD: 'doctor-pw-s3cret' });
+      expect(withPassword.out).toMatch(/^ok {3}Redis reachable: PING answered$/m);
+      const without = doctor(root, { CACHE_URL: redis.url });
+      expect(without.out).toMatch(/^FAIL Redis reachable: cannot reach store "cache" .*NOAUTH/m);
+      expect(without.code).toBe(1);
+      expect(withPassword.out + without.out).not.toContain('doctor-pw-s3cret');
+    } finally {
+      await redis.kill();
+    }
   });
 });

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { startPrivateMongoServer, type MongoTestServer } from '../support/mongo.ts';
@@ -154,16 +155,28 @@ describe.skipIf(!redisServerAvailable)('Redis outage', () => {
     const svc = await startReadySvc({ env: { CACHE_URL: redis.url, ...ADMIN_ENV } });
     const { cookie } = await login(svc);
     expect((await timed(`${svc.url}/auth/session`, { headers: { cookie: cookie! } })).status).toBe(200);
+    // What the frozen server is asked shows once it answers again (its socket buffers keep it).
+    const monitor = await new Redis(redis.url, { lazyConnect: true }).monitor(); // its own connection; the first never connects
+    monitor.on('error', () => {}); // the server is killed at the end
+    cleanups.unshift(async () => monitor.disconnect());
+    const lookups: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => void (args[0]?.toLowerCase() === 'getex' && lookups.push(args[1]!)));
 
     redis.freeze();
     await sleep(100); // a signal is delivered asynchronously
     const timings = await expectDownFast(svc, { status: 'down', store: 'down', db: 'ok' }, 3);
-    // A request that needs the store gives up after the store's command timeout (2 s), with 503.
+    // A request that needs the store gives up after the store's command timeout (1.5 s), with 503: it
+    // asks once (GET /auth/session's lane used to hand a failed lookup to the app, which asked again).
     const during = await timed(`${svc.url}/auth/session`, { headers: { cookie: cookie! } });
     expectUnavailable(during);
     expect(during.ms).toBeLessThan(OUTAGE_ANSWER_MS);
     redis.thaw();
     const healedInMs = await waitHealthy(svc, 5000);
+    await expect.poll(() => lookups.length, { timeout: 5000 }).toBeGreaterThan(0);
+    await sleep(500); // a second lookup, if any, sat in the same buffer
+    expect(lookups, 'one session lookup for one request').toHaveLength(1);
+    const line = svc.logs().find((l) => l.msg === 'request' && l.path === '/auth/session' && l.status === 503);
+    expect(line?.ms, 'the access line counts the wait for the store').toBeGreaterThanOrEqual(1400);
     console.info(`redis frozen: /health during outage ${timings.join(', ')} ms; /auth/session ${during.ms} ms; healthy again ${healedInMs} ms after thaw`);
 
     const after = await timed(`${svc.url}/auth/session`, { headers: { cookie: cookie! } });

@@ -53,4 +53,13 @@ describe('log redaction (docs/operations.md "Logs")', () => {
     logRequest(logger, performance.now(), 'req-1', 'GET', '/auth/session', 200);
     expect(lines[0]).toMatchObject({ reqId: 'req-1', method: 'GET', path: '/auth/session', status: 200, msg: 'request' });
   });
+
+  it('an asset download\'s token (the credential, in the path) is not in the access line', () => {
+    const { lines, logger } = capture();
+    const token = '4Z3roOLw9P0WTp3ikb5EEHLLgDuOUwKOBqR08kmYi2s';
+    for (const path of [`/auth/asset/${token}`, `/api/auth/session-asset/${token}`, `/auth/session-asset/${token}/x`]) logRequest(logger, performance.now(), 'r', 'GET', path, 200);
+    logRequest(logger, performance.now(), 'r', 'POST', '/auth/asset-token', 200);
+    expect(lines.map((l) => l.path)).toEqual(['/auth/asset/***', '/api/auth/session-asset/***', '/auth/session-asset/***/x', '/auth/asset-token']);
+    expect(JSON.stringify(lines)).not.toContain(token);
+  });
 });

@@ -90,6 +90,16 @@ describe('MongoDB Reachability (fail fast from the driver monitor)', () => {
     ]);
   });
 
+  it('before the first good check (start-up still connecting, and saying itself why it gives up): no outage lines', async () => {
+    const d = fakeDriver();
+    d.down();
+    await expect(d.reach.read(async () => 1)).rejects.toBeInstanceOf(UnavailableError);
+    d.up();
+    expect(d.lines).toEqual([]);
+    d.down();
+    expect(d.lines).toEqual([{ level: 'error', msg: 'database unreachable: answering 503 until it is back' }]);
+  });
+
   it('several servers: unreachable only when every one failed its last check; closed servers do not count', async () => {
     const d = fakeDriver();
     d.up('a:1');

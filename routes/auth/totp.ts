@@ -100,16 +100,17 @@ export const loginTotp = ({ auth }: ServerInstance) =>
       const user = await auth.users.findById(pending.userId);
       // Any lifecycle event since the first step (a claim, a reset, TOTP off and on) ends this login.
       if (!user || epochOf(user) !== pending.epoch) {
-        await auth.mfa.finish(c).catch(() => {});
+        await auth.mfa.end(c);
         throw expired();
       }
       // Both counted before the code is checked (CONTRACT 10): parallel codes cannot outrun the limits.
       const tries = await auth.mfa.countTry(c);
       const codeTry = await auth.codeLimit.take(user._id);
+      const held = await auth.mfa.hold(c);
       const ok = 'code' in body ? await auth.totp.verifyCode(user, body.code) : await auth.totp.useRecoveryCode(user, body.recoveryCode);
-      if (!ok) await auth.mfa.wrong(c, tries);
+      if (!ok) await auth.mfa.wrong(c, held, tries);
       await codeTry.succeeded();
-      await auth.mfa.finish(c);
-      return startSession(c, auth, user, pending.provider, pending.returnTo);
+      await auth.mfa.end(c);
+      return startSession(c, auth, user, held.provider, held.returnTo);
     },
   });

@@ -24,6 +24,8 @@ export interface PendingMfa {
   provider: string;
   /** OAuth logins: the stored post-login path, given back by `POST /auth/login/totp`. */
   returnTo?: string;
+  /** When it ends (ms): a record put back after a wrong code keeps its end. */
+  expiresAt?: number;
 }
 
 /** One code attempt, counted before the code is checked; `succeeded` gives it back. */
@@ -75,7 +77,7 @@ export class PendingMfaLogins {
 
   async start(c: Context, pending: PendingMfa): Promise<void> {
     const id = randomBytes(32).toString('base64url');
-    await this.store.set(this.key(id), JSON.stringify(pending), { ttl: MFA_TTL });
+    await this.store.set(this.key(id), JSON.stringify({ ...pending, expiresAt: Date.now() + MFA_TTL * 1000 }), { ttl: MFA_TTL });
     this.cookies.set(c, MFA_COOKIE, id, MFA_TTL, 'Strict');
   }
 
@@ -101,25 +103,35 @@ export class PendingMfaLogins {
     return { last: tries === MAX_TRIES };
   }
 
-  /** A wrong code: 401 `invalid_code`; the last try ends the pending login. */
-  async wrong(c: Context, { last }: { last: boolean }): Promise<never> {
-    if (last) await this.end(c, this.cookies.read(c, MFA_COOKIE)!);
+  /**
+   * Takes the pending login out of the store while its code is checked (of two concurrent requests,
+   * one holds it; the other gets 401 `mfa_expired` before its code is looked at). So a code, and a
+   * recovery code above all, is spent only by a request that then gets the session: checked first,
+   * a parallel request could end the login in between and leave the code used up for nothing.
+   */
+  async hold(c: Context): Promise<PendingMfa> {
+    const id = this.cookies.read(c, MFA_COOKIE);
+    const raw = id ? await this.store.getDel(this.key(id)) : null;
+    if (!raw) throw expired();
+    return JSON.parse(raw) as PendingMfa;
+  }
+
+  /** A wrong code for a held login: 401 `invalid_code`; it goes back to the store unless this was the last try. */
+  async wrong(c: Context, held: PendingMfa, { last }: { last: boolean }): Promise<never> {
+    const id = this.cookies.read(c, MFA_COOKIE)!;
+    const ttl = Math.ceil(((held.expiresAt ?? Date.now() + MFA_TTL * 1000) - Date.now()) / 1000);
+    if (last || ttl <= 0) await this.end(c, id);
+    else await this.store.set(this.key(id), JSON.stringify(held), { ttl });
     throw new AppError(401, 'invalid_code', 'The code is wrong or was already used');
   }
 
-  private async end(c: Context, id: string): Promise<void> {
-    await this.store.del(this.key(id));
+  /**
+   * Ends the pending login of this browser: the record and the cookie. Its count of tries stays until
+   * it expires with it: a request holding the record may put it back, and must find the count as it was.
+   */
+  async end(c: Context, id = this.cookies.read(c, MFA_COOKIE)): Promise<void> {
+    if (id) await this.store.del(this.key(id));
     this.cookies.clear(c, MFA_COOKIE);
-  }
-
-  /** Consumes the pending login (single use: of two concurrent completions, one wins). */
-  async finish(c: Context): Promise<PendingMfa> {
-    const id = this.cookies.read(c, MFA_COOKIE);
-    const raw = id ? await this.store.getDel(this.key(id)) : null;
-    this.cookies.clear(c, MFA_COOKIE);
-    if (!raw) throw expired();
-    await this.store.del(this.triesKey(id!));
-    return JSON.parse(raw) as PendingMfa;
   }
 }
 

@@ -166,9 +166,11 @@ export class SessionService {
   }
 
   /**
-   * Creates a session; returns the id for the cookie. Two single-key writes (Cluster-safe), the
-   * index first: a session that logout-all and password changes cannot find must never exist. When
-   * the second write fails, the index holds a hash with no session, which readers prune.
+   * Creates a session; returns the id for the cookie. Single-key writes (Cluster-safe), the index
+   * first: a session that logout-all and password changes cannot find must never exist. When the
+   * session's write fails, the index holds a hash with no session, which readers prune. The entry is
+   * added once more after the session's write: a prune on another instance may have found the key
+   * missing in between and removed it (see `prune`).
    */
   async create(user: AuthUser & { totp?: boolean }, origin?: SessionOrigin): Promise<{ id: string; session: Session }> {
     const id = randomBytes(32).toString('base64url');
@@ -186,6 +188,7 @@ export class SessionService {
     this.touched.add(user.userId);
     if (origin) await this.store.set(this.originKey(hash), JSON.stringify(origin), { ttl: this.lifetime });
     await this.store.set(this.key(hash), JSON.stringify(record), { ttl: this.ttl });
+    await this.store.sAdd(this.indexKey(user.userId), [hash], this.lifetime);
     return { id, session: { ...record, hash } };
   }
 
@@ -328,7 +331,7 @@ export class SessionService {
       const origin = await this.store.get(this.originKey(hash));
       live.push({ ...session, ...(origin ? (JSON.parse(origin) as SessionOrigin) : {}), publicId: publicSessionId(hash), lastSeenAt: Math.max(seen || 0, session.createdAt) });
     }
-    if (dead.length) await this.store.sRem(this.indexKey(userId), dead);
+    await this.prune(userId, dead);
     return live.sort((a, b) => b.createdAt - a.createdAt);
   }
 
@@ -401,10 +404,11 @@ export class SessionService {
   async rewrite(userId: string, patch: { isAdmin?: boolean; totp?: boolean }): Promise<void> {
     const hashes = await this.store.sMembers(this.indexKey(userId));
     const changed: string[] = [];
+    const missing: string[] = [];
     for (const hash of hashes) {
       const raw = await this.store.get(this.key(hash));
       if (raw === null) {
-        await this.store.sRem(this.indexKey(userId), [hash]);
+        missing.push(hash);
         continue;
       }
       const { totp: had, ...record } = JSON.parse(raw) as SessionRecord;
@@ -414,12 +418,31 @@ export class SessionService {
       this.forget(hash);
       if (written) changed.push(hash);
     }
+    await this.prune(userId, missing);
     if (changed.length) for (const listener of this.changeListeners) await listener(changed);
   }
 
   /** Runs after live sessions were rewritten (admin status): gets their hashes. */
   onChange(listener: (hashes: string[]) => Promise<void>): void {
     this.changeListeners.push(listener);
+  }
+
+  /**
+   * Drops the index entries of `missing`, hashes whose session key a reader found missing; returns
+   * those whose session has really ended. A missing key may be a session being created (`create`
+   * writes the index entry first), so each is looked at again after its entry is gone, and put back if
+   * it exists now; a look that came before the session's write is mended by `create`, which adds its
+   * entry again after that write. Either way no live session stays out of the index, where logout-all,
+   * a password change, a demotion and a deletion find sessions.
+   */
+  private async prune(userId: string, missing: string[]): Promise<string[]> {
+    if (missing.length === 0) return [];
+    await this.store.sRem(this.indexKey(userId), missing);
+    const ended: string[] = [];
+    const back: string[] = [];
+    for (const hash of missing) ((await this.isLive(hash)) ? back : ended).push(hash);
+    if (back.length) await this.store.sAdd(this.indexKey(userId), back, this.lifetime);
+    return ended;
   }
 
   /** Drops index entries whose session expired, for the users this process touched. */
@@ -429,10 +452,9 @@ export class SessionService {
     for (const userId of users) {
       try {
         const hashes = await this.store.sMembers(this.indexKey(userId));
-        const dead: string[] = [];
-        for (const hash of hashes) if ((await this.store.ttl(this.key(hash))) === -2) dead.push(hash);
-        await this.store.sRem(this.indexKey(userId), dead);
-        await this.ended(dead); // expired without a logout: their token blobs go too
+        const missing: string[] = [];
+        for (const hash of hashes) if (!(await this.isLive(hash))) missing.push(hash);
+        await this.ended(await this.prune(userId, missing)); // expired without a logout: their token blobs go too
       } catch (err) {
         this.touched.add(userId); // try again next round
         this.logger.warn({ err: (err as Error).message }, 'session index cleanup failed');

@@ -24,9 +24,13 @@ interface Group {
  * after a server disconnect). `whole`: close the connection too, with every namespace on it.
  */
 function close(socket: Socket, code: EndCode, whole = true): void {
+  // Every namespace on the connection is told when it closes with this one: a frontend listens on the
+  // main socket, whichever namespace was tracked first (socket.io's Client keeps them in `sockets`).
+  const onConnection = (socket.client as unknown as { sockets?: Map<string, Socket> }).sockets;
+  const told = whole && onConnection?.size ? [...onConnection.values()] : [socket];
   // Written now, before the disconnect: with connection state recovery `socket.emit` goes through the
   // adapter (Redis) first and would arrive after it. Not kept for recovery either: access is over.
-  socket.nsp.local.to(socket.id).emit('sessionEnded', { code });
+  for (const s of told) s.nsp.local.to(s.id).emit('sessionEnded', { code });
   socket.disconnect(whole);
 }
 

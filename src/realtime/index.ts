@@ -13,6 +13,7 @@ import { COMPOSITION_COLLECTION } from '../plugins/collections.ts';
 import type { Store, Subscription } from '../store/store.ts';
 import { ConnectionRegistry, type CheckResult } from './connections.ts';
 import { RECOVERY_MS, Recovery, STREAM_MAX_LENGTH, type RecoveryRedis } from './recovery.ts';
+import { guardListeners } from './guarded-listeners.ts';
 import { handshake, HandshakeError, namespacePlugin, type Caller } from './handshake.ts';
 import { rooms } from './rooms.ts';
 
@@ -200,7 +201,9 @@ export class Realtime {
       this.pending.get(socket)?.();
       this.pending.delete(socket);
       socket.use(eventLimit(socket));
+      guardListeners(socket, this.deps.logger, `socket of namespace ${nsp.name}`);
     });
+    guardListeners(nsp, this.deps.logger, `namespace ${nsp.name}`);
   }
 
   /**

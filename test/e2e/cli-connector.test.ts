@@ -54,9 +54,18 @@ export default async function scripts(instance) {
   // A secret written in two pieces: a line-buffered hook sees it whole.
   const redact = (line) => line.replace(/secret=\\S+/, 'secret=***');
   registerScriptByConfig('split-lines', { exe: node, args: [${fx('split-secret.mjs')}], hooks: { stdout: redact, lines: true } });
+  // A hook that returns a Promise (its rejection must not reach the process); an async one is refused.
+  registerScriptByConfig('promise-hook', { exe: node, args: [${fx('echo-lines.mjs')}], hooks: { stdout: () => Promise.reject(new Error('late')) } });
+  let asyncHook = null;
+  try {
+    registerScriptByConfig('async-hook', { exe: node, args: [], hooks: { stdout: async (chunk) => chunk } });
+  } catch (err) {
+    asyncHook = err.message;
+  }
   await registerScriptByPath('echo', ${JSON.stringify(path.join(base, '..', 'echo.yaml'))}, ${JSON.stringify(path.join(base, '..', 'echo-hooks.mjs'))});
   const app = new Hono();
   // For the process tests (a real svc): what is left of the bootstrap password, and an error nothing catches.
+  app.get('/async-hook', (c) => c.json({ refused: asyncHook }));
   app.get('/admin-password', (c) => c.json({ env: process.env.SVC_ADMIN_PASSWORD ?? null, config: instance.config.env.adminPassword ?? null }));
   app.post('/crash', (c) => {
     setTimeout(() => { throw new Error('a plugin timer threw'); }, 10);
@@ -344,7 +353,7 @@ describe('access', () => {
       expect((await anon.fetch(`${PREFIX}${p}`, { method })).status, p).toBe(401);
     }
     expect((await alice.fetch(`${PREFIX}/jobs`)).status).toBe(403);
-    expect(await (await alice.fetch(`${PREFIX}/scripts`)).json()).toEqual(['admin-argv', 'allow', 'argv', 'argv-two', 'bad-hook', 'bad-stdin-hook', 'concat', 'count', 'deny', 'echo', 'env', 'escape', 'file', 'flood', 'group', 'missing', 'sleep', 'split-lines']);
+    expect(await (await alice.fetch(`${PREFIX}/scripts`)).json()).toEqual(['admin-argv', 'allow', 'argv', 'argv-two', 'bad-hook', 'bad-stdin-hook', 'concat', 'count', 'deny', 'echo', 'env', 'escape', 'file', 'flood', 'group', 'missing', 'promise-hook', 'sleep', 'split-lines']);
   });
 });
 
@@ -354,6 +363,15 @@ describe('safety (CONTRACT section 8, issue 35)', () => {
     expect(res.status).toBe(500);
     expect(await code(res)).toMatchObject({ code: 'execution_failed', message: expect.stringMatching(/stdout hook failed/) });
     expect(await received('argv', ['still here'])).toEqual(['still here']);
+  });
+
+  it('a hook that returns a Promise (rejected, later) ends its run like one that throws; an async hook is refused when registered', async () => {
+    const res = await script(alice, 'promise-hook', { input: 'x\n' });
+    expect(res.status).toBe(500);
+    expect(await code(res)).toMatchObject({ code: 'execution_failed', message: expect.stringMatching(/stdout hook failed/) });
+    await new Promise((r) => setTimeout(r, 50)); // the rejection, had nothing caught it, would have ended the process by now
+    expect(await received('argv', ['still here'])).toEqual(['still here']);
+    expect(await (await alice.fetch('/app_scripts/async-hook')).json()).toEqual({ refused: 'script "async-hook": hooks.stdout is async; hooks are synchronous (return the text, or null to drop it)' });
   });
 
   it('a hook that throws in a job ends the job; its stderr says the hook failed (stdout and stdin hooks alike)', async () => {

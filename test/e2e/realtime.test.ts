@@ -4,7 +4,7 @@
 // must close the sockets held by the other within 5 s. Timing bounds are measured, not slept.
 
 import { createHash, randomUUID } from 'node:crypto';
-import type { Socket } from 'socket.io-client';
+import { Manager, type Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EVENT_BURST, EVENTS_PER_SECOND } from '../../src/realtime/index.ts';
 import type { RunningServer } from '../../src/server.ts';
@@ -354,6 +354,20 @@ describe('realtime on the embedded store and database (one instance)', () => {
     expect((await gone).at - started).toBeLessThanOrEqual(BOUND_MS);
   });
 
+  it('a plugin namespace and the main one on one connection: both are told sessionEnded before it closes', async () => {
+    s.instance.realtime.io.of('/svc__todo');
+    const cookie = await loginCookie(s.url, 'solo@example.com', PASSWORD);
+    // One Manager, one connection: the plugin's namespace first (socket.io-client multiplexes).
+    const manager = new Manager(s.url, { path: '/socket.io', reconnection: false, extraHeaders: { cookie } });
+    const todo = track(manager.socket('/svc__todo'));
+    await connected(todo);
+    const main = track(manager.socket('/'));
+    await connected(main);
+    const told = [nextEvent<{ code: string }>(todo, 'sessionEnded'), nextEvent<{ code: string }>(main, 'sessionEnded')];
+    await call(s.url, 'POST', '/auth/logout', cookie);
+    expect(await Promise.all(told)).toEqual([{ code: 'unauthenticated' }, { code: 'unauthenticated' }]);
+  });
+
   it('a session that expires (absolute TTL 3 s) closes its socket within 5 s of its end', async () => {
     const cookie = await loginCookie(s.url, 'solo@example.com', PASSWORD);
     const loggedInAt = Date.now();
@@ -414,5 +428,50 @@ describe('realtime: one socket cannot flood the service (issue 35 finding 9)', (
     // At most the burst and the refill reach a listener (none at all here: the events still queued
     // when it is disconnected are not delivered).
     expect(received).toBeLessThanOrEqual(EVENT_BURST + Math.ceil(EVENTS_PER_SECOND * seconds));
+  });
+});
+
+describe("realtime: a plugin's listener with a bug cannot stop the service (issue 35 finding 1)", () => {
+  let s: RunningServer;
+  let cookie: string;
+  const logs: string[] = [];
+  beforeAll(async () => {
+    s = await startInstance({ config: { auth: { cookie: { secure: false } } }, logs }); // embedded store and database
+    const user = await s.instance.auth.users.create({ email: `bug-${randomUUID().slice(0, 6)}@example.com`, password: PASSWORD, isAdmin: false, createdVia: 'admin' });
+    cookie = await loginCookie(s.url, user.email, PASSWORD);
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.close();
+    await s?.close();
+  });
+
+  it('a listener that throws, an async one that rejects, a connection listener that throws: logged, that event dropped, the socket and the service go on', async () => {
+    const { io } = s.instance.realtime;
+    io.on('connection', (socket) => {
+      socket.on('boom', () => {
+        throw new Error('a listener bug');
+      });
+      socket.on('boomLater', async () => {
+        throw new Error('an async listener bug');
+      });
+      socket.on('ping2', (ack: (answer: string) => void) => ack('pong'));
+    });
+    io.of('/svc__bugs').on('connection', () => {
+      throw new Error('a connection listener bug');
+    });
+    const socket = track(client(s.url, { cookie }));
+    await connected(socket);
+    socket.emit('boom');
+    socket.emit('boomLater');
+    expect(await socket.emitWithAck('ping2')).toBe('pong');
+    const other = track(client(s.url, { cookie, namespace: '/svc__bugs' }));
+    await connected(other);
+    expect(await socket.emitWithAck('ping2'), 'still answering').toBe('pong');
+    const failed = logs.map((l) => JSON.parse(l) as { msg: string; err?: { message: string } }).filter((l) => /listener failed/.test(l.msg));
+    expect(failed.map((l) => [l.msg, l.err?.message])).toEqual([
+      ['realtime: a "boom" listener failed; that event is dropped, the service goes on', 'a listener bug'],
+      ['realtime: a "boomLater" listener failed; that event is dropped, the service goes on', 'an async listener bug'],
+      ['realtime: a "connection" listener failed; that event is dropped, the service goes on', 'a connection listener bug'],
+    ]);
   });
 });

@@ -77,6 +77,8 @@ export function registerScriptByConfig(alias: string, config: ScriptConfig, base
   if (typeof lines !== 'boolean') throw new Error(`script "${alias}": hooks.lines must be true or false`);
   for (const [name, fn] of Object.entries(hooks)) {
     if (!(HOOK_NAMES as readonly string[]).includes(name) || typeof fn !== 'function') throw new Error(`script "${alias}": hooks.${name} must be one of stdin, stdout, stderr and a function`);
+    // A hook answers each chunk before the next is read: a Promise would come too late (and its rejection nowhere).
+    if (fn.constructor.name === 'AsyncFunction') throw new Error(`script "${alias}": hooks.${name} is async; hooks are synchronous (return the text, or null to drop it)`);
   }
   const opts = config.opts ?? {};
   const encoding = opts.encoding ?? 'utf8';

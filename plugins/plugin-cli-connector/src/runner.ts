@@ -160,7 +160,14 @@ export class Run {
   /** Runs a hook of the script; one that throws ends the run (its stderr says so) and returns undefined. */
   private hook(name: 'stdin' | 'stdout' | 'stderr', fn: Hook, text: string): ReturnType<Hook> {
     try {
-      return fn(text, this.context);
+      const out: unknown = fn(text, this.context);
+      // A function that returns a Promise without being `async` (registration refuses those): its
+      // rejection would end the process, and its text would come after the chunk had gone on.
+      if (typeof (out as PromiseLike<unknown> | null)?.then === 'function') {
+        (out as Promise<unknown>).then(undefined, () => {});
+        throw new Error('the hook returned a Promise: hooks are synchronous (return the text, or null to drop it)');
+      }
+      return out as ReturnType<Hook>;
     } catch (err) {
       if (this.failure === undefined) {
         this.failure = `the ${name} hook failed`;

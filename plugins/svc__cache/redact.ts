@@ -3,7 +3,8 @@
  * configuration, not a UI setting: a JSON object key matching any of these has its value replaced by
  * `******`, whatever that value is (an object under `credentials` goes as a whole). A key is matched
  * in snake case (`accessToken` -> `access_token`, `X-Api-Key` -> `x-api-key`), anywhere in it, so
- * `db_password` and `X-Api-Key` count. The two short names match at the start of a word only:
+ * `db_password` and `X-Api-Key` count. `pass` and `pw` match as whole words only (`db_pass`, not
+ * `passport` or `bypass`). The two short names match at the start of a word only:
  * `auth` (`auth`, `authCode`, `x-auth`, but not `author`, `authority` or `oauthProvider`) and
  * `otp` (`otp`, `totp`, `hotp`, `otpauthUri`, but not `footprint`).
  *
@@ -15,6 +16,7 @@ export const SECRET_KEY_PATTERNS: readonly RegExp[] = Object.freeze([
   /password/i,
   /passwd/i,
   /pwd/i,
+  /(?:^|[^a-z])(?:pass|pw)(?:$|[^a-z])/i,
   /secret/i,
   /token/i,
   /api[_-]?key/i,
@@ -67,15 +69,34 @@ export function parseStructured(text: string): object | undefined {
 const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:)([^\s@/]+)(?=@)/gi;
 /** `Bearer <token>`, `Basic <credentials>` (an Authorization header written out). */
 const SCHEME_TOKEN = /\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]+/gi;
-/** `name=value`, `name: value` (value quoted or up to a blank, `&`, `;` or `,`). */
-const PAIR = /([A-Za-z0-9_.-]+)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&;,"']+)/g;
+/** The `name=` or `name: ` of a pair. */
+const PAIR_NAME = /([A-Za-z0-9_.-]+)(\s*[=:]\s*)/g;
+/** A pair's value, right after its name: quoted, or up to a blank, `&`, `;` or `,`. */
+const PAIR_VALUE = /"[^"]*"|'[^']*'|[^\s&;,"']+/y;
+
+/**
+ * `name=value` and `name: value` pairs with a secret-looking name get their value replaced. The value
+ * of any other name is looked into, not skipped: `error: password=hunter2`, `msg=token=abc` and
+ * `https://host/cb?access_token=...` hold a secret pair inside another pair's value.
+ */
+function redactPairs(text: string): string {
+  let out = '';
+  let copied = 0;
+  PAIR_NAME.lastIndex = 0;
+  for (let m = PAIR_NAME.exec(text); m !== null; m = PAIR_NAME.exec(text)) {
+    if (!isSecretKey(m[1]!)) continue;
+    PAIR_VALUE.lastIndex = PAIR_NAME.lastIndex;
+    const value = PAIR_VALUE.exec(text);
+    if (!value) continue;
+    out += `${text.slice(copied, PAIR_NAME.lastIndex)}${REDACTED}`;
+    copied = PAIR_NAME.lastIndex = PAIR_VALUE.lastIndex;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
+}
 
 /** Plain text with the values of secret-looking `name=value` pairs and URL passwords replaced. */
 function redactPlain(text: string): string {
-  return text
-    .replace(URL_PASSWORD, `$1${REDACTED}`)
-    .replace(SCHEME_TOKEN, `$1$2${REDACTED}`)
-    .replace(PAIR, (pair, name: string, sep: string) => (isSecretKey(name) ? `${name}${sep}${REDACTED}` : pair));
+  return redactPairs(text.replace(URL_PASSWORD, `$1${REDACTED}`).replace(SCHEME_TOKEN, `$1$2${REDACTED}`));
 }
 
 /**

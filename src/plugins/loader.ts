@@ -1,4 +1,5 @@
 import { existsSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -48,6 +49,12 @@ export class PluginError extends Error {
 }
 
 const KEY = /^[a-z0-9_]+$/;
+/**
+ * First path segments of svc's own routes: a folder plugin named so would shadow them (`plugins/docs`
+ * answered `/docs`, `plugins/plugin` the package plugins' `/plugin/...`) or be unreachable (`api`: the
+ * prefix every route answers under too). A test holds it to the routes the app has.
+ */
+export const RESERVED_PLUGIN_KEYS: readonly string[] = ['api', 'auth', 'docs', 'health', 'openapi', 'plugin', 'socket'];
 const BUNDLED = fileURLToPath(new URL('../../plugins/', import.meta.url));
 /** The bundled plugins' sources: the same plugins as BUNDLED when svc runs compiled (dist/plugins/). */
 const BUNDLED_SOURCES = path.resolve(BUNDLED, path.basename(path.resolve(BUNDLED, '..')) === 'dist' ? '../../plugins' : '.');
@@ -68,6 +75,8 @@ interface Candidate {
   source: string;
   load: () => Promise<unknown>;
   optionsKey: string;
+  /** A folder plugin's entry file. */
+  entry?: string;
 }
 
 function folderPlugins(dir: string): Candidate[] {
@@ -79,8 +88,30 @@ function folderPlugins(dir: string): Candidate[] {
       const entry = ['index.ts', 'index.js'].map((f) => path.join(folder, f)).find((f) => existsSync(f));
       if (!entry) return []; // an npm workspace package (e.g. the CLI connector) is loaded by name instead
       if (!KEY.test(d.name)) throw new PluginError(`plugin folder "${d.name}" (${folder}): the key must be lowercase letters, digits and underscores`);
-      return [{ key: d.name, prefix: `/${d.name}`, source: folder, load: () => import(pathToFileURL(entry).href), optionsKey: d.name }];
+      if (RESERVED_PLUGIN_KEYS.includes(d.name)) throw new PluginError(`plugin folder "${d.name}" (${folder}): /${d.name} belongs to svc's own routes; name the folder for your plugin (e.g. acme__${d.name}_tools)`);
+      return [{ key: d.name, prefix: `/${d.name}`, source: folder, load: () => import(pathToFileURL(entry).href), optionsKey: d.name, entry }];
     });
+}
+
+/** A factory still running after this long is named in a warning. */
+const SLOW_FACTORY_MS = 10_000;
+
+/**
+ * Where in a plugin folder's files an error came from (` at /app/plugins/x/index.js:3:9`), from its
+ * stack: Node's messages ("Unexpected token ';'", "Cannot read properties of undefined") name no file.
+ */
+function locationIn(err: unknown, { source: folder, entry }: Candidate): string {
+  const stack = (err as Error | undefined)?.stack ?? '';
+  const escaped = folder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const found = new RegExp(`(${escaped}/[^\\s():]+:\\d+(?::\\d+)?)`).exec(stack);
+  if (found) return String((err as Error).message).includes(found[1]!) ? '' : ` (at ${found[1]})`;
+  // A JavaScript entry that does not parse: Node keeps the place out of the error's stack; its check says it.
+  if (err instanceof SyntaxError && entry && /\.m?js$/.test(entry)) {
+    const checked = spawnSync(process.execPath, ['--check', entry], { encoding: 'utf8', timeout: 10_000 });
+    const where = /^(?:file:\/\/)?(\/\S+:\d+)$/m.exec(checked.stderr ?? '');
+    if (where) return ` (at ${where[1]})`;
+  }
+  return '';
 }
 
 /** `@svc/plugin-cli-connector` -> `/plugin/svc/plugin-cli-connector`; `name` -> `/plugin/name`. */
@@ -137,7 +168,14 @@ export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugi
       const factory = defaultExport(mod) as PluginModule['default'] | undefined;
       if (typeof factory !== 'function') throw new Error('its module has no default export (instance) => Hono');
       const options = instance.config.pluginOptions[c.optionsKey];
-      const app = await factory({ ...instance, http: pluginHttp, plugin: { key: c.key, prefix: c.prefix, options } });
+      // A factory that waits for something that never comes would hold start-up without a word.
+      const slow = setTimeout(() => instance.logger.warn({ plugin: c.key }, `plugin "${c.key}" has not finished loading after ${SLOW_FACTORY_MS / 1000} s: start-up waits for its factory`), SLOW_FACTORY_MS);
+      let app: Awaited<ReturnType<typeof factory>>;
+      try {
+        app = await factory({ ...instance, http: pluginHttp, plugin: { key: c.key, prefix: c.prefix, options } });
+      } finally {
+        clearTimeout(slow);
+      }
       if (typeof app?.fetch !== 'function' || !Array.isArray(app.routes)) {
         throw new Error('its factory did not return a Hono app');
       }
@@ -149,7 +187,7 @@ export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugi
       const hint = message.includes("Cannot find module '@svc/core'")
         ? ' (the file runs as CommonJS: add "type": "module" to the package.json of the app, or run Node 22.15 or newer)'
         : '';
-      throw new PluginError(`plugin "${c.key}" (${c.source}) failed to load: ${message}${hint}`, { cause: err });
+      throw new PluginError(`plugin "${c.key}" (${c.source}) failed to load: ${message}${hint}${locationIn(err, c)}`, { cause: err });
     }
   }
   return loaded;

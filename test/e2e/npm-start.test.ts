@@ -186,6 +186,20 @@ describe('npm start runs compiled JavaScript', () => {
     await stop(run);
   }, 120_000);
 
+  it("the guide's tsconfig.json type-checks its plugin outside svc's folder against the running svc's types", () => {
+    const root = guideApp({ type: 'module' });
+    const tsconfig = fileBlocks('docs/plugins.md').get('tsconfig.json')!.replace('/opt/svc', PROJECT_DIR);
+    writeFileSync(path.join(root, 'tsconfig.json'), tsconfig);
+    const tsc = path.join(PROJECT_DIR, 'node_modules/.bin/tsc');
+    const checked = spawnSync(tsc, ['-p', root], { encoding: 'utf8', timeout: 180_000 });
+    expect(checked.stdout + checked.stderr, 'tsc -p <app root>').toBe('');
+    expect(checked.status).toBe(0);
+    // And it does check: a type error in the plugin fails it.
+    writeFileSync(path.join(root, 'plugins/acme__notes/wrong.ts'), "import type { PluginInstance } from '@svc/core';\nexport const key: number = ({} as PluginInstance).plugin.key;\n");
+    const wrong = spawnSync(tsc, ['-p', root], { encoding: 'utf8', timeout: 180_000 });
+    expect(wrong.stdout).toMatch(/wrong\.ts.*TS2322: Type 'string' is not assignable to type 'number'/);
+  }, 240_000);
+
   it('the same plugin run as CommonJS (no "type": "module"): the running svc where Node has registerHooks (22.15+), else a start-up error that says what to add', async () => {
     const root = guideApp(undefined);
     if ('registerHooks' in nodeModule) {

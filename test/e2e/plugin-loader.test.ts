@@ -2,13 +2,17 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { packagePrefix } from '../../src/plugins/loader.ts';
+import { packagePrefix, RESERVED_PLUGIN_KEYS } from '../../src/plugins/loader.ts';
 import { createTestApp } from '../support/app.ts';
+import { startSvc, stopAll } from '../support/spawn.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 mkdirSync(path.join(ROOT, 'test/.tmp'), { recursive: true });
 const roots: string[] = [];
-afterAll(() => roots.forEach((r) => rmSync(r, { recursive: true, force: true })));
+afterAll(async () => {
+  await stopAll();
+  roots.forEach((r) => rmSync(r, { recursive: true, force: true }));
+});
 
 /** An app root with the given files, inside the repo so `hono` resolves. */
 function appWith(files: Record<string, string>): string {
@@ -35,9 +39,31 @@ describe('plugin loader', () => {
     await expect(createTestApp({ env: { SVC_APP_PATH: root } })).rejects.toThrow(/plugin folder "Bad-Key".*lowercase letters, digits and underscores/);
   });
 
-  it('a factory that throws stops start-up naming the plugin', async () => {
+  it("a folder named for svc's own routes (docs, plugin, auth, api, ...) stops start-up naming it; the list covers every core route", async () => {
+    for (const key of ['docs', 'plugin', 'auth', 'api']) {
+      const root = appWith({ [`plugins/${key}/index.js`]: okPlugin });
+      await expect(createTestApp({ env: { SVC_APP_PATH: root } }), key).rejects.toThrow(new RegExp(`plugin folder "${key}" .*: /${key} belongs to svc's own routes`));
+    }
+    const t = await createTestApp();
+    try {
+      const plugins = new Set(['svc__todo', 'svc__cache']);
+      const firstSegments = new Set(t.routes().map((r) => r.path.split('/')[1]!.replace(/\..*$/, '')).filter((s) => s && s !== '*' && !plugins.has(s)));
+      expect([...firstSegments].filter((s) => !RESERVED_PLUGIN_KEYS.includes(s))).toEqual([]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a factory that throws stops start-up naming the plugin and where in its files', async () => {
     const root = appWith({ 'plugins/acme__broken/index.js': "export default () => { throw new Error('no database for me'); };\n" });
-    await expect(createTestApp({ env: { SVC_APP_PATH: root } })).rejects.toThrow(/plugin "acme__broken" .* failed to load: no database for me/);
+    await expect(createTestApp({ env: { SVC_APP_PATH: root } })).rejects.toThrow(/plugin "acme__broken" .* failed to load: no database for me \(at .*\/plugins\/acme__broken\/index\.js:1:\d+\)/);
+  });
+
+  it('a plugin file that does not parse: the real process names the file and line (Node keeps them out of the error)', async () => {
+    const root = appWith({ 'package.json': '{"type":"module"}', 'plugins/acme__typo/index.js': 'export default () => {\n  const x = ;\n};\n' });
+    const svc = await startSvc({ appRoot: root });
+    expect(svc.ready, svc.output()).toBe(false);
+    expect(svc.stderr()).toContain(`plugin "acme__typo" (${path.join(root, 'plugins/acme__typo')}) failed to load: Unexpected token ';' (at ${path.join(root, 'plugins/acme__typo/index.js')}:2)`);
   });
 
   it('a module without a default factory, or a factory returning something else, stops start-up', async () => {

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { PROVIDER_ID } from '../../src/auth/oauth/providers.ts';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
+import { MAX_PASSWORD_LENGTH, newPasswordSchema } from '../../src/auth/passwords.ts';
 import { AppError, notFound } from '../../src/http/errors.ts';
 import { isoTime } from '../../src/http/iso-time.ts';
 import { defineRoute } from '../../src/http/route.ts';
@@ -59,7 +59,7 @@ export const endOwnSession = ({ auth }: ServerInstance) =>
 
 const passwordBody = v.strictObject({
   currentPassword: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)),
-  newPassword: v.pipe(v.string(), v.minLength(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`), v.maxLength(MAX_PASSWORD_LENGTH)),
+  newPassword: newPasswordSchema,
 });
 
 /**

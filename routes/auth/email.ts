@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
+import { newPasswordSchema } from '../../src/auth/passwords.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
 import { epochOf } from '../../src/auth/users.ts';
 import { defineRoute } from '../../src/http/route.ts';
@@ -14,7 +14,7 @@ import { startSession } from './session.ts';
 const tags = ['email'];
 /** Any string a link may carry: a wrong one is 400 `invalid_token` like a used one, not a validation error. */
 const token = v.pipe(v.string(), v.maxLength(512));
-const newPassword = v.pipe(v.string(), v.minLength(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`), v.maxLength(MAX_PASSWORD_LENGTH));
+
 const accepted = 'Answers 202 `{}` for a known and an unknown address alike (at most 3 mails per address per 15 minutes). 501 `email_not_configured`, 429 `too_many_attempts`.';
 
 /** `POST /auth/password/forgot`: a reset link to the address, if it has an account. */
@@ -42,7 +42,7 @@ export const resetPassword = ({ auth }: ServerInstance) =>
       summary: 'Set a new password with the token of a reset mail',
       description: 'Ends every session of the user; the email counts as verified; TOTP stays on. 400 `invalid_token` (bad, used, expired after 30 minutes, or the password changed since), 400 `validation_failed` for a weak password (the token stays usable).',
       tags,
-      body: v.strictObject({ token, newPassword }),
+      body: v.strictObject({ token, newPassword: newPasswordSchema }),
     },
     handler: async (c, { body }) => {
       await auth.email.reset(body.token, body.newPassword);
@@ -61,7 +61,7 @@ export const signup = ({ auth }: ServerInstance) =>
       summary: 'Sign up',
       description: `A new address: an unverified user and a verification mail; a known one: nothing changes and its owner gets a mail. ${accepted} 403 \`signup_disabled\`.`,
       tags,
-      body: v.strictObject({ email: emailSchema, password: newPassword, firstname: v.optional(nameSchema), lastname: v.optional(nameSchema) }),
+      body: v.strictObject({ email: emailSchema, password: newPasswordSchema, firstname: v.optional(nameSchema), lastname: v.optional(nameSchema) }),
     },
     handler: async (c, { body }) => {
       await auth.email.signup(body);

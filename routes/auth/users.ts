@@ -1,19 +1,15 @@
 import * as v from 'valibot';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
+import { newPasswordSchema } from '../../src/auth/passwords.ts';
 import { toPublicUser } from '../../src/auth/users.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import { emailSchema, idParams, intQuery, nameSchema } from '../../src/http/schemas.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 
-const passwordSchema = v.pipe(
-  v.string(),
-  v.minLength(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`),
-  v.maxLength(MAX_PASSWORD_LENGTH),
-);
+
 
 const createBody = v.strictObject({
   email: emailSchema,
-  password: passwordSchema,
+  password: newPasswordSchema,
   firstname: v.optional(nameSchema),
   lastname: v.optional(nameSchema),
   isAdmin: v.optional(v.boolean()),
@@ -22,7 +18,7 @@ const createBody = v.strictObject({
 const patchBody = v.strictObject({
   firstname: v.optional(nameSchema),
   lastname: v.optional(nameSchema),
-  password: v.optional(passwordSchema),
+  password: v.optional(newPasswordSchema),
   isAdmin: v.optional(v.boolean()),
 });
 

@@ -1,5 +1,6 @@
 import { hash, verify } from '@node-rs/argon2';
 import { availableParallelism } from 'node:os';
+import * as v from 'valibot';
 import { AppError } from '../http/errors.ts';
 
 /**
@@ -12,6 +13,19 @@ const PARAMS = { algorithm: 2 /* Algorithm.Argon2id: an ambient const enum, not 
 export const MIN_PASSWORD_LENGTH = 8;
 /** Bounds the work an attacker can make one login cost. */
 export const MAX_PASSWORD_LENGTH = 256;
+
+/** Characters as a person counts them: `'😀'.length` is 2, and 4 emoji are 4 characters, not 8. */
+export const characterCount = (text: string): number => [...new Intl.Segmenter().segment(text)].length;
+
+const tooShort = `must be at least ${MIN_PASSWORD_LENGTH} characters`;
+
+/** A password being set (users, change, reset, sign-up): at least 8 characters, at most 256 UTF-16 units. */
+export const newPasswordSchema = v.pipe(
+  v.string(),
+  v.minLength(MIN_PASSWORD_LENGTH, tooShort), // what /openapi.json can say
+  v.check((password) => characterCount(password) >= MIN_PASSWORD_LENGTH, tooShort),
+  v.maxLength(MAX_PASSWORD_LENGTH),
+);
 
 /**
  * At most (cores - 1) hashes at once. argon2 runs on libuv's threads, which compete with the event

@@ -17,8 +17,15 @@ export const emailSchema = v.pipe(
   v.regex(/^[^\s@,;:<>()[\]"\\\p{Cc}]+@[^\s@,;:<>()[\]"\\\p{Cc}]+$/u, 'must be an email address'),
 );
 
-/** A name part: at most 100 characters. */
-export const nameSchema = v.pipe(v.string(), v.trim(), v.maxLength(100));
+/** A name part: at most 100 characters, one line of text (no control characters, no half of a surrogate pair). */
+export const nameSchema = v.pipe(
+  v.string(),
+  v.trim(),
+  v.maxLength(100),
+  v.regex(/^\P{Cc}*$/u, 'must not hold line breaks or control characters'),
+  // String#isWellFormed (Node 20+) is newer than the ES2022 library the project compiles against.
+  v.check((name) => (name as string & { isWellFormed(): boolean }).isWellFormed(), 'must be well-formed text'),
+);
 
 /** An integer query parameter with a default and bounds (query values arrive as strings). */
 export const intQuery = (fallback: number, min: number, max: number) =>

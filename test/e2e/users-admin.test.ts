@@ -114,6 +114,12 @@ describe('users API (embedded store)', () => {
       expect((await t.client().login(email, '12345678')).status).toBe(200);
     });
 
+    it('201 for 8 characters that take more UTF-16 units (emoji, accents), and for names in any script', async () => {
+      const res = await post({ email: uniqueEmail('chars'), password: '😀😀😀😀😀😀😀😀', firstname: 'Zoë', lastname: '山田' });
+      expect(res.status).toBe(201);
+      expect(await res.json()).toMatchObject({ firstname: 'Zoë', lastname: '山田' });
+    });
+
     it('409 user_exists for an existing email, in any casing', async () => {
       const email = uniqueEmail('dup');
       expect((await post({ email, password: 'password1' })).status).toBe(201);
@@ -134,6 +140,10 @@ describe('users API (embedded store)', () => {
       ['a missing email', { email: undefined }, 'email'],
       ['isAdmin that is not a boolean', { isAdmin: 'yes' }, 'isAdmin'],
       ['a password that is not a string', { password: 12345678 }, 'password'],
+      ['a password of 4 emoji (8 UTF-16 units, 4 characters)', { password: '😀😀😀😀' }, 'password'],
+      ['a name with a line break', { firstname: 'Ann\r\nBcc: x' }, 'firstname'],
+      ['a name with a NUL', { lastname: 'Ann\u0000' }, 'lastname'],
+      ['a name with half a surrogate pair', { firstname: 'Ann\ud800' }, 'firstname'],
     ])('400 validation_failed for %s', async (_name, change, path) => {
       const body = { email: uniqueEmail('bad'), password: 'password1', ...change };
       const res = await post(JSON.parse(JSON.stringify(body)));

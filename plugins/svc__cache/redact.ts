@@ -3,8 +3,7 @@
  * configuration, not a UI setting: a JSON object key matching any of these has its value replaced by
  * `******`, whatever that value is (an object under `credentials` goes as a whole). A key is matched
  * in snake case (`accessToken` -> `access_token`, `X-Api-Key` -> `x-api-key`), anywhere in it, so
- * `db_password` and `X-Api-Key` count. `pass` and `pw` match as whole words only (`db_pass`, not
- * `passport` or `bypass`). The two short names match at the start of a word only:
+ * `db_password` and `X-Api-Key` count. The two short names match at the start of a word only:
  * `auth` (`auth`, `authCode`, `x-auth`, but not `author`, `authority` or `oauthProvider`) and
  * `otp` (`otp`, `totp`, `hotp`, `otpauthUri`, but not `footprint`).
  *
@@ -16,7 +15,6 @@ export const SECRET_KEY_PATTERNS: readonly RegExp[] = Object.freeze([
   /password/i,
   /passwd/i,
   /pwd/i,
-  /(?:^|[^a-z])(?:pass|pw)(?:$|[^a-z])/i,
   /secret/i,
   /token/i,
   /api[_-]?key/i,

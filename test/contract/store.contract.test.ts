@@ -21,7 +21,7 @@ describe.skipIf(!redisUrl)('Redis', () => {
     const store = new RedisStore({ url, name: 'cache' });
     const started = Date.now();
     const err = (await store.connect(url).catch((e: unknown) => e)) as Error;
-    expect(err.message).toMatch(/cannot reach store "cache" at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/ \(connect timeout 2 s\): .*ECONNREFUSED/);
+    expect(err.message).toMatch(/cannot reach store "cache" at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/ \(connect timeout 2 s, start-up deadline 10 s\): .*ECONNREFUSED/);
     expect(err.message).not.toContain('hunter2');
     expect(Date.now() - started).toBeLessThan(3000); // refused at once (quiet: ~50 ms)
   });

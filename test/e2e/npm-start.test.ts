@@ -152,6 +152,8 @@ describe('npm start runs compiled JavaScript', () => {
     mkdirSync(plugin, { recursive: true });
     writeFileSync(path.join(plugin, 'index.ts'), fileBlocks('docs/plugins.md').get('plugins/acme__notes/index.ts')!);
     if (packageJson) writeFileSync(path.join(root, 'package.json'), JSON.stringify(packageJson));
+    // The guide's tsconfig.json, as an app that type-checks has it: its paths must not make a second @svc/core.
+    writeFileSync(path.join(root, 'tsconfig.json'), fileBlocks('docs/plugins.md').get('tsconfig.json')!.replace('/opt/svc', PROJECT_DIR));
     symlinkSync(path.join(PROJECT_DIR, 'node_modules'), path.join(root, 'node_modules')); // hono, valibot
     return root;
   };
@@ -187,9 +189,7 @@ describe('npm start runs compiled JavaScript', () => {
   }, 120_000);
 
   it("the guide's tsconfig.json type-checks its plugin outside svc's folder against the running svc's types", () => {
-    const root = guideApp({ type: 'module' });
-    const tsconfig = fileBlocks('docs/plugins.md').get('tsconfig.json')!.replace('/opt/svc', PROJECT_DIR);
-    writeFileSync(path.join(root, 'tsconfig.json'), tsconfig);
+    const root = guideApp({ type: 'module' }); // with the guide's tsconfig.json
     const tsc = path.join(PROJECT_DIR, 'node_modules/.bin/tsc');
     const checked = spawnSync(tsc, ['-p', root], { encoding: 'utf8', timeout: 180_000 });
     expect(checked.stdout + checked.stderr, 'tsc -p <app root>').toBe('');

@@ -24,6 +24,7 @@ describe("plugin author's guide (docs/plugins.md)", () => {
       'node_modules/@acme/svc-plugin-greet/package.json',
       'plugins/acme__notes/index.ts',
       'svc.config.json',
+      'tsconfig.json', // for type-checking only (test/e2e/npm-start.test.ts runs tsc with it)
     ]);
     for (const [file, text] of files) {
       mkdirSync(path.dirname(path.join(appRoot, file)), { recursive: true });

@@ -343,7 +343,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     // A plain visit to the account page does not ask for a pending link (no 404 in the console).
     await signIn(p, person.email, person.password);
     await expectAccount(p, person.email);
-    await poll(() => p.locator('#connected').count()).toBe(1);
+    await p.getByRole('heading', { name: 'Connected accounts' }).waitFor(); // the page is drawn once, whole
     expect(asked).toEqual([]);
     await mainButton(p, 'Sign out').click();
     await p.waitForURL(`${d.appOrigin}/login`);

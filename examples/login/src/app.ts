@@ -542,17 +542,21 @@ async function pendingLinkSection(): Promise<HTMLElement | null> {
     { 'aria-labelledby': 'pending-title', class: 'notice' },
     h('h2', { id: 'pending-title' }, 'Connect this sign-in?'),
     h('p', {}, `Connect your ${pending.provider} account (${pending.email}) to this account?`),
-    actionButton('Connect', async () => {
-      await fresh(() => svc.confirmLink());
-      done();
-      say('Connected.');
-      await accountPage();
-    }),
-    actionButton('Not now', async () => {
-      await svc.cancelLink();
-      done();
-      await accountPage();
-    }),
+    h(
+      'div',
+      { class: 'actions' },
+      actionButton('Connect', async () => {
+        await fresh(() => svc.confirmLink());
+        done();
+        say('Connected.');
+        await accountPage();
+      }),
+      actionButton('Not now', async () => {
+        await svc.cancelLink();
+        done();
+        await accountPage();
+      }),
+    ),
   );
 }
 

@@ -353,7 +353,8 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await p.locator('input[name=password]').fill('any password');
     await p.getByRole('button', { name: 'Sign-in' }).click();
     await p.getByRole('button', { name: 'Continue' }).click();
-    await p.waitForURL((url) => url.origin === d.appOrigin);
+    // svc sends an OAuth failure to /?auth_error=account_exists; the example goes on to /login with it.
+    await p.waitForURL((url) => url.origin === d.appOrigin && url.pathname === '/login');
     await poll(() => p.locator('#error').textContent()).toContain('An account with this email exists');
     await shots.take(p, 'pending link: account_exists on the login page');
 

@@ -605,7 +605,9 @@ const pages: Record<string, () => void | Promise<void>> = {
 async function start(): Promise<void> {
   const authError = params.get('auth_error');
   const path = location.pathname.replace(/\/$/, '') || '/';
-  const render = pages[path] ?? (async () => location.assign((await svc.currentSession()) ? '/account' : '/login'));
+  // Any other path (`/` above all: svc sends every OAuth failure to `/?auth_error=<code>`) goes on to the
+  // page for the caller, its query kept, so that page shows the error.
+  const render = pages[path] ?? (async () => location.assign(`${(await svc.currentSession()) ? '/account' : '/login'}${location.search}`));
   try {
     await render();
   } catch (e) {

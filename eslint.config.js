@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '**/node_modules/', 'test/support/mongo-java-server/target/', 'coverage/', 'dist/', 'dist.*/', 'test-results/', 'vendor/'] },
+  { ignores: ['node_modules/', '**/node_modules/', 'test/support/mongo-java-server/target/', 'coverage/', 'dist/', 'dist.*/', '**/dist/', 'test-results/', 'vendor/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   { files: ['bin/**/*.js'], languageOptions: { globals: { process: 'readonly', URL: 'readonly' } } },

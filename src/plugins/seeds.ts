@@ -170,7 +170,8 @@ export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin
     // Named by source and by what they hold: "landing seeds applied" beside "no landing page is seeded"
     // read as a contradiction (a plugin's compositions are seeds too, but no landing page).
     const from = [...new Set([...compositions, ...links].map((seed) => seed.source))];
-    const what = `${compositions.length} compositions and ${links.length} interaction links seeded (from ${from.join(', ')})`;
+    const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+    const what = `${count(compositions.length, 'composition')} and ${count(links.length, 'interaction link')} seeded (from ${from.join(', ')})`;
     instance.logger.info({ compositions: compositions.length, interactionLinks: links.length, from }, landing[0] ? `${what}, landing page "${landing[0].doc._id}"` : what);
   }
 }

@@ -23,7 +23,8 @@ const tooShort = `must be at least ${MIN_PASSWORD_LENGTH} characters`;
 export const newPasswordSchema = v.pipe(
   v.string(),
   v.minLength(MIN_PASSWORD_LENGTH, tooShort), // what /openapi.json can say
-  v.check((password) => characterCount(password) >= MIN_PASSWORD_LENGTH, tooShort),
+  // Only where minLength passed: one problem is one detail.
+  v.check((password) => password.length < MIN_PASSWORD_LENGTH || characterCount(password) >= MIN_PASSWORD_LENGTH, tooShort),
   v.maxLength(MAX_PASSWORD_LENGTH),
 );
 

@@ -151,6 +151,7 @@ describe('users API (embedded store)', () => {
       const json = await res.json();
       expect(json.error.code).toBe('validation_failed');
       expect(json.error.details.map((d: { path: string }) => d.path)).toContain(path);
+      expect(new Set(json.error.details.map((d: { path: string }) => d.path)).size, 'one detail per problem').toBe(json.error.details.length);
       if (typeof body.email === 'string' && body.email.includes('@example.com')) {
         expect((await (await admin.fetch(`/auth/users?email=${body.email}`)).json()).total).toBe(0);
       }

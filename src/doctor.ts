@@ -76,26 +76,31 @@ function openScripts(appRoot: string, pluginFiles: string[]): string[] {
   return found;
 }
 
-async function reachable(what: 'redis' | 'mongodb', config: Config): Promise<string | null> {
+/** What stops `check`, as one line without any password; null when it passed. */
+async function problemOf(check: () => Promise<unknown>): Promise<string | null> {
   try {
-    if (what === 'redis') {
-      // Exactly as start-up opens them (Stores.open): every instance and database the config uses, with
-      // SVC_STORE_PASSWORD, Cluster and Sentinel URLs, the socket's own error and start-up's deadline.
-      const stores = await Stores.open(config, createLogger('silent'));
-      await stores.close();
-    } else {
-      const client = new MongoClient(config.env.mongodbUrl!, { serverSelectionTimeoutMS: REACH_TIMEOUT_MS, connectTimeoutMS: REACH_TIMEOUT_MS });
-      try {
-        await client.db().command({ ping: 1 });
-      } finally {
-        await client.close();
-      }
-    }
+    await check();
     return null;
   } catch (err) {
     return (err as Error).message.replace(/\/\/[^@/]*@/g, '//***@'); // never print a password
   }
 }
+
+/**
+ * Redis exactly as start-up opens it (Stores.open): every instance and database the config uses, with
+ * SVC_STORE_PASSWORD, Cluster and Sentinel URLs, the socket's own error and start-up's deadline.
+ */
+const redisProblem = (config: Config) => problemOf(async () => (await Stores.open(config, createLogger('silent'))).close());
+
+const mongoProblem = (url: string) =>
+  problemOf(async () => {
+    const client = new MongoClient(url, { serverSelectionTimeoutMS: REACH_TIMEOUT_MS, connectTimeoutMS: REACH_TIMEOUT_MS });
+    try {
+      await client.db().command({ ping: 1 });
+    } finally {
+      await client.close();
+    }
+  });
 
 /** Every check, in the order of SPEC.md's migration steps. */
 export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: string): Promise<Check[]> {
@@ -189,11 +194,11 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
 
   // Reachability.
   if (cacheUrl) {
-    const problem = await reachable('redis', config);
+    const problem = await redisProblem(config);
     add('Redis reachable', problem ? 'fail' : 'ok', problem ?? 'PING answered', 'start Redis or fix CACHE_URL (and SVC_STORE_PASSWORD)');
   }
   if (config.env.mongodbUrl) {
-    const problem = await reachable('mongodb', config);
+    const problem = await mongoProblem(config.env.mongodbUrl);
     add('MongoDB reachable', problem ? 'fail' : 'ok', problem ?? 'ping answered', 'start MongoDB or fix MONGODB_URL');
   } else {
     add('MongoDB', production ? 'fail' : 'warn', 'MONGODB_URL not set: the embedded database (one process, one folder)', 'set MONGODB_URL for production and for several instances');

@@ -60,7 +60,7 @@ export function logRequest(logger: Logger, started: number, reqId: string, metho
 const TOKEN_IN_PATH = /^((?:\/api)?\/auth\/(?:session-)?asset\/)[^/]+/;
 
 /** The path as the access log shows it. */
-export const loggedPath = (path: string): string => (path.includes('asset/') ? path.replace(TOKEN_IN_PATH, '$1***') : path);
+const loggedPath = (path: string): string => (path.includes('asset/') ? path.replace(TOKEN_IN_PATH, '$1***') : path);
 
 /** `logRequest`'s `started`: now, when `info` is on, else 0 (no line will be written). */
 export const requestStarted = (logger: Logger): number => (logger.isLevelEnabled('info') ? performance.now() : 0);

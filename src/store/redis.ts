@@ -112,9 +112,10 @@ export class RedisStore implements Store {
     } catch (err) {
       this.client.disconnect();
       // ioredis reports "Connection is closed"; the socket's own error (ECONNREFUSED...) says why.
-      const reason = [(err as Error).message, this.lastError?.message].filter((m, i, all) => m && all.indexOf(m) === i && m !== 'Connection is closed.').join(': ');
+      const reasons = new Set([(err as Error).message, this.lastError?.message].filter((m): m is string => Boolean(m)));
+      if (reasons.size > 1) reasons.delete('Connection is closed.');
       // The deadlines in the message: start-up gives up, never retries for ever.
-      throw new Error(`cannot reach store "${this.name}" at ${redactUrl(url)} (connect timeout ${CONNECT_TIMEOUT_MS / 1000} s, start-up deadline ${START_DEADLINE_MS / 1000} s): ${reason || 'Connection is closed.'}`, { cause: err });
+      throw new Error(`cannot reach store "${this.name}" at ${redactUrl(url)} (connect timeout ${CONNECT_TIMEOUT_MS / 1000} s, start-up deadline ${START_DEADLINE_MS / 1000} s): ${[...reasons].join(': ')}`, { cause: err });
     } finally {
       clearTimeout(timer);
     }

@@ -9,6 +9,7 @@ import { unauthenticatedError } from './auth/index.ts';
 import { guestAwareHooks } from './auth/work-sessions.ts';
 import type { AppEnv } from './http/env.ts';
 import { dispatchSynchronously, isPending, promised, syncAwareLayer, type SyncAwareLayer } from './http/dispatch.ts';
+import { bodyBrokeOff } from './http/client-error.ts';
 import { docsRoutes } from './http/docs.ts';
 import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi } from './http/openapi.ts';
@@ -75,6 +76,11 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
     if (err instanceof HTTPException && err.status < 500) {
       const error = new AppError(err.status as 400, HTTP_ERROR_CODES[err.status] ?? 'bad_request', err.message || 'Bad request');
       return c.json(error.toJSON(), error.status);
+    }
+    if (bodyBrokeOff(err)) {
+      // The client's doing, not ours: it left, or its body broke framing (answered by client-error.ts).
+      logger.info({ reqId: c.get('requestId') }, 'the request body broke off before it arrived');
+      return c.json(new AppError(400, 'bad_request', 'The request body broke off before it arrived').toJSON(), 400);
     }
     logger.error({ reqId: c.get('requestId'), err }, 'unhandled error');
     return c.json(new AppError(500, 'internal_error', 'Something went wrong on our side').toJSON(), 500);

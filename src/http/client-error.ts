@@ -1,7 +1,7 @@
 /**
  * Requests Node's HTTP parser refuses before svc sees them: a malformed request line or header, headers
- * over Node's size limit, headers or a body that took too long to arrive (`headersTimeout`,
- * `requestTimeout`). Node answers those itself with a bare status line and no body; here they get the
+ * over Node's size limit, a chunked body that breaks its framing, headers or a body that took too long
+ * to arrive (`headersTimeout`, `requestTimeout`). Node answers those itself with a bare status line and no body; here they get the
  * JSON error body of every other answer ("errors are always JSON"), then the connection closes.
  */
 import type { Server } from 'node:http';
@@ -30,7 +30,7 @@ function clientErrorAnswer(errorCode: string | undefined): string {
 /** How long an answer to an earlier request on the connection may take before the refused one closes it. */
 const PENDING_ANSWER_MS = 1000;
 
-type Pending = NodeJS.EventEmitter & { headersSent: boolean; writableFinished: boolean };
+type Pending = NodeJS.EventEmitter & { headersSent: boolean; writableFinished: boolean; req?: { complete: boolean } };
 
 /** Answers parser errors when Node would (no answer under way on the socket), in JSON. */
 export function answerClientErrors(server: Server): void {
@@ -40,8 +40,9 @@ export function answerClientErrors(server: Server): void {
     const pending = socket._httpMessage;
     // A reset, or an answer already on its way out: nothing can be said any more.
     if (err.code === 'ECONNRESET' || !socket.writable || pending?.headersSent) socket.destroy();
-    // No answer owed, or the one owed is to this very request (it timed out arriving): say why at once.
-    else if (!pending || pending.writableFinished || err.code === 'ERR_HTTP_REQUEST_TIMEOUT') answer();
+    // No answer owed, or the one owed is to this very request (it timed out arriving, or its body broke
+    // off, e.g. a bad chunk size: the app's read of it fails and it would never be answered): say why at once.
+    else if (!pending || pending.writableFinished || err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || pending.req?.complete === false) answer();
     else {
       // A request pipelined behind one whose answer is still being made: that answer goes first.
       const timer = setTimeout(() => socket.destroy(), PENDING_ANSWER_MS).unref();
@@ -53,3 +54,9 @@ export function answerClientErrors(server: Server): void {
     }
   });
 }
+
+/**
+ * The error a handler meets reading a body that never fully arrived: the client left mid-body, or the
+ * parser refused its framing (answered above). Node ends such a request with `aborted` / ECONNRESET.
+ */
+export const bodyBrokeOff = (err: Error): boolean => (err as NodeJS.ErrnoException).code === 'ECONNRESET' && err.message === 'aborted';

@@ -47,6 +47,20 @@ describe('requests the HTTP parser refuses (the real process)', () => {
     expect(answer.body.error.code).toBe('headers_too_large');
   });
 
+  it.each([
+    ['a chunk size that is no number', 'ZZ\r\n{}\r\n0\r\n\r\n'],
+    ['a bad chunk after a good one', '2\r\n{}\r\nZZ\r\n0\r\n\r\n'],
+  ])('a chunked body with %s: 400 bad_request as JSON, the service keeps serving', async (_what, body) => {
+    const head = 'POST /auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+    const answer = lastAnswer(await raw(port, head + body));
+    expect(answer).toMatchObject({ status: 400, type: 'application/json; charset=UTF-8', close: true });
+    expect(answer.body).toEqual({ error: { code: 'bad_request', message: 'The request is not valid HTTP' } });
+    expect((await fetch(`${svc.url}/health`)).status).toBe(200);
+    // The client's fault, logged as such: no error-level "unhandled error" line, and no 500 in the access log.
+    await svc.waitForLog((l) => l.msg === 'request' && l.path === '/auth/login' && l.status === 400);
+    expect(svc.logs().filter((l) => (l.level ?? 0) >= 50 || l.status === 500)).toEqual([]);
+  });
+
   it('a malformed request after an answered one on a keep-alive connection still gets its JSON answer', async () => {
     const data = await raw(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nbroken\r\n\r\n');
     expect(data.startsWith('HTTP/1.1 200 ')).toBe(true);

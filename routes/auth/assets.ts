@@ -7,9 +7,6 @@ const tags = ['assets'];
 /** Any string: a malformed token is answered like an unknown one (404), not as bad input. */
 const tokenParams = v.object({ token: v.string() });
 
-/** HEAD asks whether a link works without using it up (link checkers, download managers). */
-const headOnly = () => new Response(null, { status: 200, headers: { 'Cache-Control': 'no-store' } });
-
 /** `POST /auth/asset-token`: a download token for an asset the caller may read (CONTRACT section 6). */
 export const mintAssetToken = ({ auth }: ServerInstance) =>
   defineRoute({
@@ -43,10 +40,11 @@ export const downloadAsset = ({ auth }: ServerInstance) =>
     config: { public: true, type: 'dataRead' },
     schema: { summary: 'Download with a single-use asset token', description: 'Streams the asset; `Cache-Control: no-store`. 404 `asset_token_invalid` for an unknown, used or expired token.', tags, params: tokenParams },
     handler: async (c, { params }) => {
+      // HEAD asks whether a link works without using it up (link checkers, download managers).
       const head = c.req.method === 'HEAD';
       const record = await auth.assets.single(params.token, head);
       if (!record) throw invalidToken();
-      return head ? headOnly() : auth.assets.download(record);
+      return auth.assets.download(record, head);
     },
   });
 
@@ -60,6 +58,6 @@ export const downloadSessionAsset = ({ auth }: ServerInstance) =>
     handler: async (c, { params }) => {
       const record = await auth.assets.session(params.token);
       if (!record) throw invalidToken();
-      return c.req.method === 'HEAD' ? headOnly() : auth.assets.download(record);
+      return auth.assets.download(record, c.req.method === 'HEAD');
     },
   });

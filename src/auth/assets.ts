@@ -127,11 +127,15 @@ export class AssetTokens {
     return null;
   }
 
-  /** The download response for a token's record: the resolver is asked again, now. */
-  async download(record: TokenRecord): Promise<Response> {
+  /**
+   * The download response for a token's record: the resolver is asked again, now. `head`: the same
+   * headers (what a download manager or link checker looks at: type, file name), without the body.
+   */
+  async download(record: TokenRecord, head = false): Promise<Response> {
     const asset = await this.resolve(record.assetId, record.userId);
     if (!asset) throw notFound('This asset no longer exists');
-    return new Response(asWebBody(asset.body), { status: 200, headers: downloadHeaders(asset) });
+    if (head) discard(asset.body);
+    return new Response(head ? null : asWebBody(asset.body), { status: 200, headers: downloadHeaders(asset) });
   }
 
   /** Deletes the session tokens of a session that ended (logout, logout-all, ...). */

@@ -98,6 +98,9 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
       const head = await t.fetch(`/auth/asset/${token}`, { method: 'HEAD' });
       expect(head.status).toBe(200);
       expect(head.headers.get('cache-control')).toBe('no-store');
+      // What a download manager shows before it downloads: the type and the file name.
+      expect(head.headers.get('content-type')).toBe('application/pdf');
+      expect(head.headers.get('content-disposition')).toBe('attachment; filename="head.pdf"');
       expect((await t.fetch(`/auth/asset/${token}`)).status).toBe(200);
       expect((await t.fetch(`/auth/asset/${token}`, { method: 'HEAD' })).status).toBe(404);
     });

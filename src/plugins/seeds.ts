@@ -53,25 +53,34 @@ interface Sourced<T> {
   source: string;
 }
 
+/** The forms a seed file may take: JavaScript (ESM or CommonJS) or TypeScript, as svc.config may. */
+const SEED_EXTENSIONS = ['.js', '.mjs', '.cjs', '.ts', '.mts', '.cts'];
+
 /**
- * Loads a seed file with `import()`: the default export (ESM) or `module.exports` (CommonJS) must be
- * an array. Null when the file does not exist.
+ * Loads a seed file (`config/compositions.js`, or the same name as .mjs/.cjs/.ts/.mts/.cts) with
+ * `import()`: the default export (ESM) or `module.exports` (CommonJS) must be an array. Null when
+ * there is none; two forms of one file stop start-up (which one is meant?).
  */
-async function loadFile(appRoot: string, relative: string): Promise<unknown[] | null> {
-  const file = path.join(appRoot, relative);
-  if (!existsSync(file)) return null;
+async function loadFile(appRoot: string, relative: string): Promise<{ entries: unknown[]; source: string } | null> {
+  const stem = relative.replace(/\.js$/, '');
+  const found = SEED_EXTENSIONS.map((ext) => stem + ext).filter((f) => existsSync(path.join(appRoot, f)));
+  if (found.length > 1) throw new SeedError(`more than one ${path.basename(stem)} seed file: ${found.join(', ')} (keep one)`);
+  const [source] = found;
+  if (!source) return null;
+  const file = path.join(appRoot, source);
   let mod: { default?: unknown };
   try {
     // A second start in one process (tests) must see the file as it is now: CommonJS modules are
-    // cached by path, ES modules by URL.
+    // cached by path, ES modules by URL. (A whole number: a dot in the query would read as the file's
+    // extension to a TypeScript loader.)
     delete createRequire(import.meta.url).cache[file];
-    mod = (await import(`${pathToFileURL(file).href}?mtime=${statSync(file).mtimeMs}`)) as { default?: unknown };
+    mod = (await import(`${pathToFileURL(file).href}?mtime=${Math.round(statSync(file).mtimeMs * 1000)}`)) as { default?: unknown };
   } catch (err) {
-    throw new SeedError(`${relative} cannot be loaded: ${(err as Error).message}`, { cause: err });
+    throw new SeedError(`${source} cannot be loaded: ${(err as Error).message}`, { cause: err });
   }
   const entries = defaultExport(mod);
-  if (!Array.isArray(entries)) throw new SeedError(`${relative}: the default export must be an array (export default [...] or module.exports = [...])`);
-  return entries;
+  if (!Array.isArray(entries)) throw new SeedError(`${source}: the default export must be an array (export default [...] or module.exports = [...])`);
+  return { entries, source };
 }
 
 function validate<T>(schema: v.GenericSchema<unknown, T>, entries: readonly unknown[], source: string, kind: string): Sourced<T>[] {
@@ -101,11 +110,11 @@ function noDuplicates<T extends { _id: string }>(seeds: Sourced<T>[], kind: stri
 export async function checkedSeeds(appRoot: string, plugins: Pick<LoadedPlugin, 'key' | 'seeds'>[]) {
   const [appCompositions, appLinks] = [await loadFile(appRoot, SEED_FILES.compositions), await loadFile(appRoot, SEED_FILES.interactionLinks)];
   const compositions = [
-    ...validate(compositionSchema, appCompositions ?? [], SEED_FILES.compositions, 'composition'),
+    ...validate(compositionSchema, appCompositions?.entries ?? [], appCompositions?.source ?? '', 'composition'),
     ...plugins.flatMap((p) => validate(compositionSchema, p.seeds?.compositions ?? [], `plugin "${p.key}" seeds`, 'composition')),
   ];
   const links = [
-    ...validate(interactionLinkSchema, appLinks ?? [], SEED_FILES.interactionLinks, 'interaction link'),
+    ...validate(interactionLinkSchema, appLinks?.entries ?? [], appLinks?.source ?? '', 'interaction link'),
     ...plugins.flatMap((p) => validate(interactionLinkSchema, p.seeds?.interactionLinks ?? [], `plugin "${p.key}" seeds`, 'interaction link')),
   ];
   noDuplicates(compositions, 'composition');
@@ -122,7 +131,7 @@ export async function checkedSeeds(appRoot: string, plugins: Pick<LoadedPlugin, 
   const landing = links.filter((l) => l.doc.isLandingPage === true);
   const appSeeds = appCompositions !== null || appLinks !== null;
   if (landing.length > 1 || (appSeeds && landing.length === 0)) {
-    const found = landing.length ? `: ${landing.map((l) => `"${l.doc._id}" (${l.source})`).join(', ')}` : ` in ${SEED_FILES.interactionLinks}${appLinks === null ? ' (the file is missing)' : ''}`;
+    const found = landing.length ? `: ${landing.map((l) => `"${l.doc._id}" (${l.source})`).join(', ')}` : ` in ${appLinks?.source ?? `${SEED_FILES.interactionLinks} (the file is missing)`}`;
     throw new SeedError(`exactly one interaction link must have isLandingPage: true; found ${landing.length}${found}`);
   }
   return { compositions, links, landing };

@@ -1,5 +1,5 @@
 // Landing seeds (SPEC.md "Landing seeds" and migration step 5, CONTRACT section 6): the app root's
-// config/compositions.js and config/interactionLinks.js plus plugin seeds, checked together and
+// config/compositions.js and config/interactionLinks.js (or .ts, .mjs, ...) plus plugin seeds, checked together and
 // upserted by _id at start-up; every rule stops start-up with a message naming the file and the id.
 
 import { randomUUID } from 'node:crypto';
@@ -81,6 +81,23 @@ describe('landing seeds', () => {
       expect(notBundled(await (await t.instance.db.collection('svc__core-interactionlink')).find({}))).toEqual([homeLink()]);
       await t.close();
     }
+  });
+
+  it('TypeScript seed files (config/compositions.ts, config/interactionLinks.mts) load as the .js ones do; two forms of one file stop start-up', async () => {
+    const ts = (type: string, value: unknown) => `type Seed = ${type};\nconst seeds: Seed[] = ${JSON.stringify(value)};\nexport default seeds;\n`;
+    const root = appRoot({
+      'config/compositions.ts': ts('{ _id: string; pathname: Record<string, string>; widgetsLayout: unknown[] }', [home()]),
+      'config/interactionLinks.mts': ts('{ _id: string; composition: string; isLandingPage?: boolean }', [homeLink()]),
+    });
+    const t = await createTestApp({ env: { SVC_APP_PATH: root } });
+    expect(notBundled(await (await t.instance.db.collection('svc__core-composition')).find({}))).toEqual([home()]);
+    expect(notBundled(await (await t.instance.db.collection('svc__core-interactionlink')).find({}))).toEqual([homeLink()]);
+    await t.close();
+    // Messages name the file as it is.
+    expect(await startupError(appRoot({ ...files([home()], [homeLink()]), 'config/compositions.js': '', 'config/compositions.ts': ts('object', [home({ pathname: 'x' })]) })))
+      .toMatch(/more than one compositions seed file: config\/compositions\.js, config\/compositions\.ts \(keep one\)/);
+    expect(await startupError(appRoot({ 'config/compositions.ts': ts('object', [home({ pathname: 'x' })]), 'config/interactionLinks.js': esm([homeLink()]) })))
+      .toMatch(/config\/compositions\.ts: composition "home" is not valid: pathname/);
   });
 
   it('app seeds and plugin seeds go together; the plugin loader\'s seeds take the same checks', async () => {

@@ -362,7 +362,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await expectAccount(p, person.email);
     const offer = p.getByRole('region', { name: 'Connect this sign-in?' });
     await offer.waitFor({ timeout: 20_000 });
-    expect(await offer.textContent()).toContain(`Connect your ${d.oauthProvider.id} account (${person.email})`);
+    expect(await offer.textContent()).toContain(`Connect your ${d.oauthProvider.label} account (${person.email})`);
     await shots.take(p, 'pending link: the offer on the account page');
     await offer.getByRole('button', { name: 'Connect', exact: true }).click();
     await afterStepUp(p, p.getByRole('status').getByText('Connected.'), person.password);

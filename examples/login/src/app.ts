@@ -479,9 +479,11 @@ async function passkeysSection(): Promise<HTMLElement> {
   );
 }
 
+/** A provider's name for people ("GitHub"), its id when the list does not have it. */
+const labelOf = (providers: OAuthProvider[], id: string) => providers.find((p) => p.providerId === id)?.label ?? id;
+
 async function connectedSection(): Promise<HTMLElement> {
   const [{ items }, providers] = await Promise.all([svc.accountProviders(), svc.oauthProviders()]);
-  const labelOf = (id: string) => providers.find((p) => p.providerId === id)?.label ?? id;
   return h(
     'section',
     { 'aria-labelledby': 'connected-title' },
@@ -494,15 +496,15 @@ async function connectedSection(): Promise<HTMLElement> {
             h(
               'li',
               {},
-              h('span', {}, h('strong', {}, labelOf(a.provider)), h('br'), `${a.email ?? a.providerAccountId} · since ${when(a.linkedAt)}`),
+              h('span', {}, h('strong', {}, labelOf(providers, a.provider)), h('br'), `${a.email ?? a.providerAccountId} · since ${when(a.linkedAt)}`),
               actionButton(
                 'Disconnect',
                 async () => {
                   await svc.unlinkProvider(a.provider, a.providerAccountId);
-                  say(`${labelOf(a.provider)} disconnected.`);
+                  say(`${labelOf(providers, a.provider)} disconnected.`);
                   await accountPage();
                 },
-                { 'aria-label': `Disconnect ${labelOf(a.provider)}` },
+                { 'aria-label': `Disconnect ${labelOf(providers, a.provider)}` },
               ),
             ),
           ),
@@ -531,7 +533,7 @@ const PENDING_LINK_HINT = 'svc-example:pending-link';
 /** A pending link (docs/oauth.md): an identity that waits for this user to accept it. */
 async function pendingLinkSection(): Promise<HTMLElement | null> {
   if (!sessionStorage.getItem(PENDING_LINK_HINT)) return null;
-  const pending = await svc.pendingLink().catch(() => null);
+  const [pending, providers] = await Promise.all([svc.pendingLink().catch(() => null), svc.oauthProviders().catch(() => [])]);
   const done = () => sessionStorage.removeItem(PENDING_LINK_HINT);
   if (!pending) {
     done();
@@ -541,7 +543,7 @@ async function pendingLinkSection(): Promise<HTMLElement | null> {
     'section',
     { 'aria-labelledby': 'pending-title', class: 'notice' },
     h('h2', { id: 'pending-title' }, 'Connect this sign-in?'),
-    h('p', {}, `Connect your ${pending.provider} account (${pending.email}) to this account?`),
+    h('p', {}, `Connect your ${labelOf(providers, pending.provider)} account (${pending.email}) to this account?`),
     h(
       'div',
       { class: 'actions' },

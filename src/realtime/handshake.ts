@@ -52,7 +52,11 @@ export function handshake(auth: Auth, config: Config) {
       const claimed: unknown = (socket.handshake.auth as Record<string, unknown> | undefined)?.sessionId;
       if (claimed === undefined) throw new HandshakeError('unauthenticated', 'Log in, or connect with auth.sessionId = a work session id');
       const workSession = typeof claimed === 'string' ? await auth.workSessions.valid(claimed, namespacePlugin(socket)) : null;
-      if (!workSession) throw new HandshakeError('invalid_work_session', 'This work session does not exist or has ended');
+      if (!workSession) {
+        // As on HTTP: a plugin's namespace needs a work session that grants the plugin.
+        const what = namespacePlugin(socket) === undefined ? 'does not exist or has ended' : 'does not exist, has ended, or does not grant this plugin';
+        throw new HandshakeError('invalid_work_session', `This work session ${what}`);
+      }
       return { kind: 'guest', workSession };
     } catch (err) {
       if (err instanceof HandshakeError) throw err;

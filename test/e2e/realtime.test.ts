@@ -194,6 +194,10 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
           }
         }
       }
+      // Said as on HTTP: the plugin's namespace names the missing grant.
+      expect((await refusal(client(a.url, { auth: { sessionId: boardOnly.id }, namespace: '/svc__todo' }))).message).toBe(
+        'This work session does not exist, has ended, or does not grant this plugin',
+      );
       // The same work session is fine where it grants access.
       await guest(a, boardOnly.id);
     });

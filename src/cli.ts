@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import * as v from 'valibot';
-import { characterCount, MIN_PASSWORD_LENGTH } from './auth/passwords.ts';
+import { hasCharacters, MIN_PASSWORD_LENGTH } from './auth/passwords.ts';
 import { UserService } from './auth/users.ts';
 import { loadConfig, loadDotEnv } from './config/load.ts';
 import { openDatabase } from './db/index.ts';
@@ -68,7 +68,7 @@ async function createUser(args: string[]): Promise<number> {
     return 2;
   }
   const password = await readPassword();
-  if (characterCount(password) < MIN_PASSWORD_LENGTH) {
+  if (!hasCharacters(password, MIN_PASSWORD_LENGTH)) {
     process.stderr.write(`the password must be at least ${MIN_PASSWORD_LENGTH} characters\n`);
     return 2;
   }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/load.ts';
 import type { Logger } from '../logger.ts';
-import { characterCount, MIN_PASSWORD_LENGTH } from './passwords.ts';
+import { hasCharacters, MIN_PASSWORD_LENGTH } from './passwords.ts';
 import { ADMIN_TAG, type UserService } from './users.ts';
 
 /**
@@ -14,7 +14,7 @@ export async function ensureAdmin(users: UserService, config: Config, dbKind: st
   if ((await users.countAdmins()) > 0) return;
   const { adminEmail, adminPassword } = config.env;
   if (adminEmail && adminPassword) {
-    if (characterCount(adminPassword) < MIN_PASSWORD_LENGTH) throw new Error(`SVC_ADMIN_PASSWORD must be at least ${MIN_PASSWORD_LENGTH} characters`);
+    if (!hasCharacters(adminPassword, MIN_PASSWORD_LENGTH)) throw new Error(`SVC_ADMIN_PASSWORD must be at least ${MIN_PASSWORD_LENGTH} characters`);
     let existing = await users.findByEmail(adminEmail);
     if (!existing) {
       try {

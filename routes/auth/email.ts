@@ -132,7 +132,7 @@ export const useMagicLink = ({ auth }: ServerInstance) =>
     handler: async (c, { body }) => {
       const user = await auth.email.useMagicLink(c, body.token);
       if (totpEnabled(user)) {
-        await auth.mfa.start(c, { userId: user._id, epoch: epochOf(user), provider: 'email' });
+        await auth.startSecondStep(c, { userId: user._id, epoch: epochOf(user), provider: 'email' });
         return c.json({ mfaRequired: true });
       }
       return startSession(c, auth, user, 'email');

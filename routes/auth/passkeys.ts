@@ -131,7 +131,7 @@ export const loginPasskey = ({ auth }: ServerInstance) =>
       // this login either shows here or moves the epoch that `Auth.login` checks again.
       if (!user || !(await auth.passkeys.exists(passkeyId))) throw new AppError(401, 'invalid_passkey', 'The passkey was not accepted: it or its user is gone');
       if (totpEnabled(user) && !userVerified) {
-        await auth.mfa.start(c, { userId: user._id, epoch: epochOf(user), provider: 'passkey' });
+        await auth.startSecondStep(c, { userId: user._id, epoch: epochOf(user), provider: 'passkey' });
         return c.json({ mfaRequired: true });
       }
       return startSession(c, auth, user, 'passkey');

@@ -42,7 +42,7 @@ export const login = ({ auth }: ServerInstance) =>
       if (auth.email.mustVerifyFirst(user)) throw new AppError(403, 'email_not_verified', 'Confirm your email address first: follow the link in the mail (POST /auth/email/verify/request sends a new one)');
       if (totpEnabled(user)) {
         // Second step: POST /auth/login/totp with the code, from this browser (CONTRACT section 10).
-        await auth.mfa.start(c, { userId: user._id, epoch: epochOf(user), provider: 'password' });
+        await auth.startSecondStep(c, { userId: user._id, epoch: epochOf(user), provider: 'password' });
         return c.json({ mfaRequired: true });
       }
       return startSession(c, auth, user, 'password');

@@ -27,6 +27,7 @@ export class FlowCookies {
   }
 
   clear(c: Context, base: string): void {
-    deleteCookie(c, this.name(base), { path: '/', secure: this.config.auth.cookie.secure, httpOnly: true });
+    // SameSite as every cookie of svc's (a clear works with any value; attribute checks expect one).
+    deleteCookie(c, this.name(base), { path: '/', secure: this.config.auth.cookie.secure, httpOnly: true, sameSite: 'Lax' });
   }
 }

@@ -23,7 +23,7 @@ import { LoginRateLimit } from './rate-limit.ts';
 import { WorkSessions } from './work-sessions.ts';
 import { SessionService, type LookedUp, type Session, type SessionOrigin } from './sessions.ts';
 import { totpEnabled, TotpService } from './totp.ts';
-import { CodeLimit, PendingMfaLogins } from './mfa.ts';
+import { CodeLimit, PendingMfaLogins, type PendingMfa } from './mfa.ts';
 import { FlowCookies } from './flow-cookies.ts';
 import { epochOf, isAdmin, UserService, WAYS_IN_IN_DOC, type UserDoc, type UserPatch } from './users.ts';
 import { PasskeyService, type PasskeyView } from './passkeys.ts';
@@ -177,10 +177,10 @@ export class Auth {
     };
   }
 
+  /** Clears the session cookie, with the attributes it was set with (CONTRACT section 3). */
   clearSessionCookie(c: Context): void {
-    const { secure, domain } = this.config.auth.cookie;
     this.dropRefreshedCookie(c);
-    deleteCookie(c, this.cookieName, { path: '/', secure, httpOnly: true, ...(domain ? { domain } : {}) });
+    deleteCookie(c, this.cookieName, this.cookieOptions(0));
   }
 
   /**
@@ -209,6 +209,21 @@ export class Auth {
    * checked still holds for a fresh copy of the user (the same password hash, the identity still
    * linked). Returns null when it no longer does.
    */
+  /**
+   * A first step that proved who they are (password, magic link, passkey without user verification,
+   * OAuth) for a user with TOTP on: the login waits for the code from this browser. As every login,
+   * it ends the session the request carried (CONTRACT section 3: "destroyed first"), here at once,
+   * not when the code arrives: the browser is between two users' sessions no longer.
+   */
+  async startSecondStep(c: Context, pending: PendingMfa): Promise<void> {
+    const previous = readCookie(c, this.cookieName);
+    if (previous) {
+      await this.endSession(previous);
+      this.clearSessionCookie(c);
+    }
+    await this.mfa.start(c, pending);
+  }
+
   async login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean): Promise<{ session: Session; user: UserDoc } | null> {
     const previous = readCookie(c, this.cookieName);
     if (previous) await this.endSession(previous);

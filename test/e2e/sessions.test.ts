@@ -242,6 +242,8 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
         expect(cleared!.value).toBe('');
         expect(cleared!.attrs.get('max-age')).toBe('0');
         expect(cleared!.attrs.get('path')).toBe('/');
+        expect(cleared!.attrs.get('samesite')).toBe('Strict'); // as it was set (CONTRACT 3)
+        expect(cleared!.attrs.has('httponly')).toBe(true);
         expect(await store.get(sessionKey(t, id))).toBeNull();
         expect(await store.sMembers(indexKey(t, user.id))).toEqual([]);
         expect((await withCookie(t, id)).status).toBe(401);

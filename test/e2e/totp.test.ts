@@ -119,6 +119,19 @@ describe('TOTP', () => {
     expect((await a.fetch('/auth/totp/confirm', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"code":"123456"}' })).status).toBe(401);
   });
 
+  it('a first step from a browser with a session ends that session at once (CONTRACT 3: destroyed first), not when the code arrives', async () => {
+    const a = await app();
+    const { user, c } = await withTotp(a);
+    expect((await c.fetch('/auth/session')).status).toBe(200);
+    const res = await c.login(user.email, user.password);
+    expect(await res.json()).toEqual({ mfaRequired: true });
+    const [cleared] = setCookies(res, 'sid_app');
+    expect(cleared).toMatchObject({ value: '' });
+    expect(cleared!.attrs.get('max-age')).toBe('0');
+    expect(setCookies(res, 'svc_mfa')).toHaveLength(1);
+    expect(await a.instance.auth.sessions.list(user.id)).toEqual([]); // not only forgotten by the browser: ended
+  });
+
   it('login in two steps: password -> mfaRequired and svc_mfa, no session; the code -> session and the password-login body', async () => {
     const a = await app();
     const { user, app2fa } = await withTotp(a);

@@ -8,7 +8,7 @@ import type { AppEnv } from '../../http/env.ts';
 import type { Logger } from '../../logger.ts';
 import type { Stores } from '../../store/index.ts';
 import type { FlowCookies } from '../flow-cookies.ts';
-import type { PendingMfaLogins } from '../mfa.ts';
+import type { PendingMfa } from '../mfa.ts';
 import type { Session, SessionService } from '../sessions.ts';
 import { totpEnabled } from '../totp.ts';
 import { epochOf, isAdmin, ownsEmail, type UserDoc, type UserService } from '../users.ts';
@@ -112,9 +112,9 @@ const optional = <T>(read: () => T): T | null => {
  */
 export interface FlowAuth {
   readonly flowCookies: FlowCookies;
-  readonly mfa: PendingMfaLogins;
   readonly users: UserService;
   readonly sessions: SessionService;
+  startSecondStep(c: Context, pending: PendingMfa): Promise<void>;
   login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean): Promise<{ session: Session; user: UserDoc } | null>;
   claim(user: UserDoc): Promise<void>;
 }
@@ -269,7 +269,7 @@ export class OAuthFlow {
       if (totpEnabled(user) && this.config.auth.totp.oauth) {
         // The provider proved one factor; the login page asks for the code (POST /auth/login/totp),
         // which then answers the stored return path. No session, token blob or handler before that.
-        await this.auth.mfa.start(c, { userId: user._id, epoch: epochOf(user), provider: providerId, returnTo: safeReturnPath(record.returnTo) });
+        await this.auth.startSecondStep(c, { userId: user._id, epoch: epochOf(user), provider: providerId, returnTo: safeReturnPath(record.returnTo) });
         return MFA_RETURN_PATH;
       }
       started = await this.auth.login(c, user, providerId, (fresh) => fresh.oauthAccounts.some((a) => a.provider === providerId && a.providerAccountId === accountId));

@@ -88,7 +88,9 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   const bodyLimiter = bodyLimit({
     maxSize: config.server.bodyLimit,
     onError: () => {
-      throw new AppError(413, 'payload_too_large', `The request body is larger than ${config.server.bodyLimit} bytes`);
+      // The rest of the body is not read: the connection cannot carry another request, and says so
+      // (a keep-alive client would otherwise send its next request into a closing socket).
+      throw new AppError(413, 'payload_too_large', `The request body is larger than ${config.server.bodyLimit} bytes`, undefined, { Connection: 'close' });
     },
   });
   const corsHandler = cors({ origin: corsOrigin(config, logger), credentials: true, maxAge: 600 });

@@ -61,6 +61,14 @@ describe('requests the HTTP parser refuses (the real process)', () => {
     expect(svc.logs().filter((l) => (l.level ?? 0) >= 50 || l.status === 500)).toEqual([]);
   });
 
+  it('a body over the limit: 413 payload_too_large says Connection: close, as the connection then closes (the rest is not read)', async () => {
+    const body = JSON.stringify({ email: 'a@example.com', pad: 'x'.repeat(1_200_000) });
+    const head = `POST /auth/password/forgot HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+    // A keep-alive client's next request on the same connection: it must know not to send one.
+    const answer = lastAnswer(await raw(port, `${head}${body}GET /health HTTP/1.1\r\nHost: x\r\n\r\n`));
+    expect(answer).toMatchObject({ status: 413, close: true, body: { error: { code: 'payload_too_large' } } });
+  });
+
   it('a malformed request after an answered one on a keep-alive connection still gets its JSON answer', async () => {
     const data = await raw(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nbroken\r\n\r\n');
     expect(data.startsWith('HTTP/1.1 200 ')).toBe(true);

@@ -38,6 +38,16 @@ describe('buildArgv (properties)', () => {
     );
   });
 
+  it('allow given as a RegExp with flags: the whole value still (m would let ^ and $ match at a line break); i and u are kept', () => {
+    const t = compileTemplate('p', [{ allow: /[0-9]{1,3}/gmy }], '/');
+    for (const value of ['5\n; rm -rf /', '; rm -rf /\n5', '5\n', '\n5']) expect(() => buildArgv(t, [value]), JSON.stringify(value)).toThrow(ArgumentError);
+    expect(buildArgv(t, ['42'])).toEqual(['42']);
+    expect(buildArgv(t, ['42'])).toEqual(['42']); // no lastIndex carried from the call before
+    expect(buildArgv(compileTemplate('p', [{ allow: /report-[a-z]+/i }], '/'), ['REPORT-Q'])).toEqual(['REPORT-Q']);
+    // deny keeps m: it refuses more, never less.
+    expect(() => buildArgv(compileTemplate('p', [{ deny: /^rm$/m }], '/'), ['ok\nrm'])).toThrow(ArgumentError);
+  });
+
   it('path: whatever the value, an accepted one resolves inside the base (symlinks followed); NUL never passes', () => {
     const root = realpathSync(mkdtempSync(path.join(tmpdir(), 'svc-cli-prop-')));
     const base = path.join(root, 'base');

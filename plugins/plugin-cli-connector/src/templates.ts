@@ -46,7 +46,9 @@ function compilePattern(alias: string, what: string, pattern: unknown, anchored:
   if (pattern instanceof RegExp) {
     source = pattern.source;
     // `g` and `y` make `test` stateful (lastIndex): a value would pass or fail depending on the last call.
-    flags = pattern.flags.replace(/[gy]/g, '');
+    // `m` lets `^` and `$` match at line breaks: an `allow` would pass "5\n; rm -rf /" on its first line
+    // (CONTRACT 8: allow matches the whole value).
+    flags = pattern.flags.replace(anchored ? /[gym]/g : /[gy]/g, '');
   } else if (typeof pattern === 'string') {
     source = pattern;
   } else {

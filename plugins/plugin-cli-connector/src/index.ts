@@ -154,16 +154,17 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
         summary: 'Send input or a signal to a job, and read its new output',
         description:
           `The output since the last call (\`stdin\`: what this call wrote; input is not kept). 200 once the job has ended (\`done\`: exit status or signal), 202 while it runs. ` +
-          `Signals (to the job's whole process group): ${SIGNALS.join(', ')}; any other string is 400 \`invalid_signal\`. Input: at most 1 MiB per job in all (413). Only its owner or an admin: others 404.`,
+          `Signals (to the job's whole process group): ${SIGNALS.join(', ')}; any other value is 400 \`invalid_signal\`. Input: at most 1 MiB per job in all (413). Only its owner or an admin: others 404.`,
         tags,
         params: idParams,
-        body: v.strictObject({ input: v.optional(v.string()), signal: v.optional(v.string()) }),
+        // `signal` of any JSON type: what is not an allowed name (9, null, "sigterm") is 400 invalid_signal (CONTRACT 8).
+        body: v.strictObject({ input: v.optional(v.string()), signal: v.optional(v.pipe(v.unknown(), v.description(`One of ${SIGNALS.join(', ')}`))) }),
       },
       handler: (c, { params, body }) => {
         const user = c.get('authUser')!;
         const job = jobs.get(params.id, user.userId, user.isAdmin);
         if (!job) throw new AppError(404, 'job_not_found', 'No such job (finished jobs are removed after a while)');
-        if (body.signal !== undefined && !(SIGNALS as readonly string[]).includes(body.signal)) {
+        if (body.signal !== undefined && !(SIGNALS as readonly unknown[]).includes(body.signal)) {
           throw new AppError(400, 'invalid_signal', `signal must be one of ${SIGNALS.join(', ')}`);
         }
         inputFits(job.run.inputBytes, body.input);

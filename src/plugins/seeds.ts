@@ -157,13 +157,13 @@ export async function applySeeds(instance: ServerInstance, plugins: LoadedPlugin
   }
 
   if (landing.length === 0) {
-    // The migration's wording for an app from 0.1.x only: its database holds compositions or interaction
-    // links that no seed names (0.1.x kept them there). A new app is not migrating: told at info.
+    // A warning either way (CONTRACT 6); the migration's wording for an app from 0.1.x only: its database
+    // holds compositions or interaction links that no seed names (0.1.x kept them there). A new app is not migrating.
     const unseeded = async (docs: Collection<{ _id: string }>, ids: string[]) => (await docs.findOne({ _id: { $nin: ids } })) !== null;
     const fromOldVersion = (await unseeded(compositionDocs, [...seeded])) || (await unseeded(linkDocs, links.map((l) => l.doc._id)));
     const add = `${SEED_FILES.compositions} and ${SEED_FILES.interactionLinks} with one link marked isLandingPage: true`;
     if (fromOldVersion) instance.logger.warn(`no landing page is seeded: add ${add}, or the post-login path / answers 404 (migration step 5)`);
-    else instance.logger.info(`no landing page is seeded: a frontend that lands on / after login needs ${add} (docs/landing-seeds.md)`);
+    else instance.logger.warn(`no landing page is seeded: a frontend that lands on / after login needs ${add} (docs/landing-seeds.md)`);
   }
 
   for (const { doc } of compositions) await compositionDocs.upsert(doc);

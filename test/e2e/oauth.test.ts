@@ -1235,9 +1235,12 @@ describe('provider admin API', () => {
       ['DELETE', undefined],
       ['PATCH', { label: 'x' }],
     ] as const) {
-      const res = await h.admin.fetch('/auth/providers/beta', { method, json });
-      expect(res.status, method).toBe(404);
-      expect(await res.json()).toMatchObject({ error: { code: 'not_found' } });
+      // Ids no provider could have (not kebab-case) are as unknown as a removed one: 404 (CONTRACT 5).
+      for (const id of ['beta', 'No_Such', 'a.b', 'x'.repeat(100)]) {
+        const res = await h.admin.fetch(`/auth/providers/${id}`, { method, json });
+        expect(res.status, `${method} ${id}`).toBe(404);
+        expect(await res.json()).toMatchObject({ error: { code: 'not_found' } });
+      }
     }
   });
 
@@ -1245,6 +1248,7 @@ describe('provider admin API', () => {
     const bad: [string, Record<string, unknown>, string][] = [
       ['unknown field', { providerId: 'gamma', type: 'custom', clientId: 'c', config: customConfig(), color: 'red' }, ''],
       ['bad redirectUri', { providerId: 'gamma', type: 'custom', clientId: 'c', config: customConfig(), redirectUri: 'not a url' }, 'redirectUri'],
+      ['redirectUri not on the web', { providerId: 'gamma', type: 'custom', clientId: 'c', config: customConfig(), redirectUri: 'javascript:alert(1)' }, 'redirectUri'],
       ['bad endpoint URL', { providerId: 'gamma', type: 'custom', clientId: 'c', config: customConfig({ tokenEndpoint: 'nope' }) }, 'config.tokenEndpoint'],
       ['custom without endpoints', { providerId: 'gamma', type: 'custom', clientId: 'c' }, 'config.authorizationEndpoint'],
       ['keycloak without realmURL', { providerId: 'keycloak', type: 'arctic', clientId: 'c', clientSecret: 's' }, 'config.realmURL'],

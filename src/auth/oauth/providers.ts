@@ -19,6 +19,8 @@ export const PROVIDER_COLLECTION = 'svc__core-oauthprovider';
 export const OIDC_DEFAULT_SCOPES = ['openid', 'email', 'profile'];
 
 const url = v.pipe(v.string(), v.maxLength(2048), v.url('must be a URL'));
+/** svc's own callback, where the IdP sends the browser: a web address (`javascript:` is a URL too). */
+const callbackUrl = v.pipe(url, v.check((u) => !URL.canParse(u) || /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL'));
 const short = v.pipe(v.string(), v.maxLength(512));
 /** Keys that provider classes put into `https://<value>/...`: a bare host name, nothing that could steer the URL. */
 const host = v.pipe(v.string(), v.check(isHostName, 'must be a host name only (no scheme, path, port, user or spaces), e.g. dev-123.okta.com'));
@@ -57,7 +59,7 @@ export const createProviderSchema = v.strictObject({
   label: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(100))),
   clientId: v.pipe(v.string(), v.minLength(1), v.maxLength(512)),
   clientSecret: v.optional(v.pipe(v.string(), v.maxLength(4096))),
-  redirectUri: v.optional(url),
+  redirectUri: v.optional(callbackUrl),
   scopes: v.optional(scopes),
   enabled: v.optional(v.boolean(), true),
   trustEmailVerified: v.optional(v.boolean()),
@@ -68,7 +70,7 @@ export const patchProviderSchema = v.strictObject({
   label: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(100))),
   clientId: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(512))),
   clientSecret: v.optional(v.pipe(v.string(), v.maxLength(4096))),
-  redirectUri: v.optional(url),
+  redirectUri: v.optional(callbackUrl),
   scopes: v.optional(scopes),
   enabled: v.optional(v.boolean()),
   trustEmailVerified: v.optional(v.boolean()),

@@ -1025,7 +1025,9 @@ for (const [storeName, url] of [
 
         expect((await b.fetch(`/auth/account/providers/acme/${login}`, { method: 'DELETE' })).status).toBe(404);
         expect((await b.fetch('/auth/oauth/nope/link', { method: 'POST' })).status).toBe(404);
-        expect((await b.fetch('/auth/oauth/Bad_Id/link', { method: 'POST' })).status).toBe(400);
+        // An id no provider could have is as unknown as any other (CONTRACT 10: unknown -> 404).
+        expect((await b.fetch('/auth/oauth/Bad_Id/link', { method: 'POST' })).status).toBe(404);
+        expect((await b.fetch(`/auth/account/providers/Bad_Id/${login}`, { method: 'DELETE' })).status).toBe(404);
         const anon = h.browser();
         expect((await anon.fetch('/auth/account/providers')).status).toBe(401);
         expect((await anon.fetch('/auth/oauth/acme/link', { method: 'POST' })).status).toBe(401);

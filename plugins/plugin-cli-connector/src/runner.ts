@@ -55,6 +55,12 @@ class LineSplitter {
   constructor(private readonly max: number) {}
 
   push(text: string): string[] {
+    // A piece of a long line: only kept (splitting what was kept again at every read grows with the
+    // square of the line's length).
+    if (!text.includes('\n') && this.rest.length + text.length <= this.max) {
+      this.rest += text;
+      return [];
+    }
     const parts = (this.rest + text).split(/(?<=\n)/);
     this.rest = parts.at(-1)!.endsWith('\n') ? '' : parts.pop()!;
     if (this.rest.length > this.max) {
@@ -200,13 +206,28 @@ export class Run {
     const size = Buffer.byteLength(out);
     this.bytes += size;
     this.keptSinceRead += size;
-    // The cap: drop the oldest chunks of either stream until the rest fits.
-    while (this.bytes > this.limits.outputCap) {
-      const from = this.context.stdout.length && (!this.context.stderr.length || this.dropped.stdout <= this.dropped.stderr) ? 'stdout' : 'stderr';
-      const gone = this.context[from].shift();
-      if (gone === undefined) break;
-      this.dropped[from]++;
-      this.bytes -= Buffer.byteLength(gone);
+    if (this.bytes > this.limits.outputCap) this.dropOldest();
+  }
+
+  /**
+   * The cap: drops the oldest chunks of either stream (the one that lost fewer first) until the rest
+   * fits with some room, in one splice per stream. Dropping one chunk per new one copied the whole
+   * array each time (Array#shift on a large array): with one-line chunks (`hooks.lines`), a script
+   * printing numbers stalled the event loop for seconds. The room (at most 64 KiB, a pipe read) makes
+   * drops rare; what is kept stays between cap minus the room and the cap.
+   */
+  private dropOldest(): void {
+    const target = this.limits.outputCap - Math.min(PIPE_READ_BYTES, Math.floor(this.limits.outputCap / 16));
+    const count = { stdout: 0, stderr: 0 };
+    while (this.bytes > target) {
+      const left = (s: 'stdout' | 'stderr') => count[s] < this.context[s].length;
+      const from = left('stdout') && (!left('stderr') || this.dropped.stdout + count.stdout <= this.dropped.stderr + count.stderr) ? 'stdout' : 'stderr';
+      if (!left(from)) break;
+      this.bytes -= Buffer.byteLength(this.context[from][count[from]++]!);
+    }
+    for (const s of ['stdout', 'stderr'] as const) {
+      this.context[s].splice(0, count[s]);
+      this.dropped[s] += count[s];
     }
   }
 

@@ -115,3 +115,20 @@ describe('registration errors name the alias', () => {
     expect(() => compileTemplate('bad', args, '/')).toThrow(message);
   });
 });
+
+describe('the output cap', () => {
+  // One-line chunks (hooks.lines) past the cap: dropped one at a time, each drop copied the whole
+  // array, and `seq 300000` took a minute with the event loop stalled for 14 s at a stretch (so its
+  // 2 s timeout could not even fire). Now it finishes well within the default timeout.
+  it('300,000 lines through a line hook within the default 2 s timeout: the newest output kept, between cap - 64 KiB and the cap', async () => {
+    const template = compileTemplate('seq', ['300000'], '/');
+    const script: Script = { alias: 'seq', exe: 'seq', template, argCount: 0, encoding: 'utf8', hooks: { stdout: (line) => line }, lines: true, admin: false };
+    const cap = 1024 * 1024;
+    const { stdout, status } = await new Runner({ outputCap: cap }, () => undefined).script(script, ['300000'], undefined, 2000);
+    expect(status).toBe(0);
+    expect(stdout.endsWith('\n299999\n300000\n')).toBe(true);
+    expect(stdout.length).toBeLessThanOrEqual(cap);
+    expect(stdout.length).toBeGreaterThan(cap - 64 * 1024);
+    expect(stdout.split('\n')[0]).toMatch(/^\d+$/); // whole lines were dropped, not parts of one
+  });
+});

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
-import { defineRoute, mountRoutes, type RouteDefinition } from '../../src/http/route.ts';
+import { defineRoute, MAX_JSON_DEPTH, mountRoutes, type RouteDefinition } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildInstance } from '../../src/server.ts';
@@ -189,6 +189,16 @@ describe.each([
   it('malformed JSON -> 400 invalid_json', async () => {
     expectError(await postJson(items, '{"name": "pen", "count": '), 400, 'invalid_json');
     expectError(await postJson(items, "{name: 'pen'}"), 400, 'invalid_json');
+  });
+
+  it(`JSON nested deeper than ${MAX_JSON_DEPTH} levels -> 400 invalid_json, refused before it is parsed; brackets inside strings do not count`, async () => {
+    const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    expectError(await postJson(items, deep(520_000)), 400, 'invalid_json');
+    expectError(await postJson(items, `{"name":"pen","count":2,"x":${deep(MAX_JSON_DEPTH)}}`), 400, 'invalid_json');
+    // At the limit it is JSON like any other, and "[[[" in a string is text.
+    expect((await postJson(items, `{"name":"pen","count":2,"x":${deep(MAX_JSON_DEPTH - 1)}}`)).status).toBe(201);
+    const text = await postJson(items, JSON.stringify({ name: `a "quoted" [${'['.repeat(100)} \\`, count: 2 }));
+    expect(text.status, text.text).toBe(201);
   });
 
   it('an empty body declared as JSON -> 400 invalid_json', async () => {

@@ -16,7 +16,7 @@ import { buildOpenApi } from './http/openapi.ts';
 import { corsOrigin, originCheck } from './http/origins.ts';
 import { DEFAULT_HEADERS, nodeResponse, presetHeader, requestIdFor } from './http/response-headers.ts';
 import { nodeRequest, requestHeader } from './http/request-headers.ts';
-import { defineRoute, mountRoutes, requireCaller, routesOf, type RouteDefinition } from './http/route.ts';
+import { defineRoute, mountPlugin, mountRoutes, requireCaller, routesOf, type RouteDefinition } from './http/route.ts';
 import { MemoTrieRouter } from './http/router.ts';
 import type { ServerInstance } from './instance.ts';
 import type { LoadedPlugin } from './plugins/loader.ts';
@@ -166,7 +166,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
     if (!(plugin.app instanceof Hono) && other.errorHandler === new (other.constructor as new () => typeof other)().errorHandler) {
       other.onError(onError);
     }
-    app.route(plugin.prefix, plugin.app);
+    mountPlugin(app, plugin.prefix, plugin.app);
   }
 
   const documentation = [

@@ -264,6 +264,11 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
     methods.add(route.method);
     methodsByPath.set(route.path, methods);
   }
+  answerOtherMethods(app, methodsByPath);
+}
+
+/** Registers, for each path, a 405 `method_not_allowed` (with `Allow`) for the methods it does not take. */
+function answerOtherMethods(app: Hono<AppEnv>, methodsByPath: Map<string, Set<string>>): void {
   for (const [path, methods] of methodsByPath) {
     const allow = [...methods, ...(methods.has('GET') ? ['HEAD'] : [])].join(', ');
     const methodNotAllowed = () => {
@@ -272,6 +277,23 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
     fallbackHandlers.add(methodNotAllowed);
     app.all(path, methodNotAllowed);
   }
+}
+
+/**
+ * Mounts a plugin's Hono app under `prefix`. Its plain routes (`app.get(...)`, not `defineRoute`) get
+ * the 405 of every other route too: a path the plugin answers for some methods is not "not found"
+ * for the others (CONTRACT section 2). Paths the plugin answers for every method are left alone.
+ */
+export function mountPlugin(app: Hono<AppEnv>, prefix: string, plugin: Hono<AppEnv>): void {
+  app.route(prefix, plugin);
+  const methodsByPath = new Map<string, Set<string>>();
+  const anyMethod = new Set(plugin.routes.filter((r) => r.method === 'ALL').map((r) => r.path));
+  for (const { method, path } of plugin.routes) {
+    if (method === 'ALL' || anyMethod.has(path)) continue;
+    const full = path === '/' ? prefix : `${prefix}${path.startsWith('/') ? '' : '/'}${path}`;
+    methodsByPath.set(full, (methodsByPath.get(full) ?? new Set()).add(method));
+  }
+  answerOtherMethods(app, methodsByPath);
 }
 
 /** What `requireCaller` needs to know of authentication, given by the app (this layer knows no auth). */

@@ -121,4 +121,31 @@ describe('plugin loader', () => {
     expect((await c.fetch('/svc__todo/all')).status).toBe(200);
     await t.close();
   });
+
+  it("a plain Hono plugin's path answers other methods 405 method_not_allowed with Allow, as defineRoute paths do; what it catches for every method it keeps", async () => {
+    const root = appWith({
+      'plugins/acme__plain/index.js': `import { Hono } from 'hono';
+export default () => new Hono()
+  .get('/', (c) => c.json({ root: true }))
+  .get('/items/:id', (c) => c.json({ id: c.req.param('id') }))
+  .delete('/items/:id', (c) => c.body(null, 204))
+  .all('/any', (c) => c.json({ method: c.req.method }));
+`,
+    });
+    const t = await createTestApp({ env: { SVC_APP_PATH: root } });
+    const u = await t.createUser();
+    const c = t.client();
+    await c.login(u.email, u.password);
+    for (const path of ['/acme__plain/items/7', '/api/acme__plain/items/7']) {
+      const res = await c.fetch(path, { method: 'PUT', json: {} });
+      expect(res.status, path).toBe(405);
+      expect(res.headers.get('allow')).toBe('GET, DELETE, HEAD');
+      expect(await res.json()).toMatchObject({ error: { code: 'method_not_allowed' } });
+    }
+    expect((await c.fetch('/acme__plain', { method: 'POST', json: {} })).status).toBe(405);
+    expect(await (await c.fetch('/acme__plain/items/7')).json()).toEqual({ id: '7' });
+    expect(await (await c.fetch('/acme__plain/any', { method: 'PATCH', json: {} })).json()).toEqual({ method: 'PATCH' });
+    expect((await c.fetch('/acme__plain/nothing', { method: 'POST', json: {} })).status).toBe(404);
+    await t.close();
+  });
 });

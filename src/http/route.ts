@@ -4,6 +4,7 @@ import { matchedRoutes } from 'hono/route';
 import * as v from 'valibot';
 import type { AppEnv } from './env.ts';
 import { promised, syncAwareLayer, type SyncAwareLayer } from './dispatch.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from './json-depth.ts';
 import { AppError, validationFailed, type ErrorDetail } from './errors.ts';
 
 type AnySchema = v.GenericSchema;
@@ -105,30 +106,6 @@ function queryValidator(schema: AnySchema): MiddlewareHandler<AppEnv> {
     return validate(c as never, promised(next));
   };
   return syncAwareLayer(validator) as MiddlewareHandler<AppEnv>;
-}
-
-/** Nesting no request body needs; deeper is refused before it is parsed. */
-export const MAX_JSON_DEPTH = 64;
-
-/**
- * Whether JSON text nests arrays or objects deeper than `max`, by one pass over its characters.
- * Parsing a megabyte of `[[[[…]]]]` and collecting it took ~0.8 s of the event loop per request
- * (20 at once: 10 s); this pass takes a few milliseconds and allocates nothing.
- */
-export function nestedDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    if (inString) {
-      if (ch === 0x5c) i++; // backslash: skip the escaped character
-      else if (ch === 0x22) inString = false;
-    } else if (ch === 0x22) inString = true;
-    else if (ch === 0x5b || ch === 0x7b) {
-      if (++depth > max) return true;
-    } else if (ch === 0x5d || ch === 0x7d) depth--;
-  }
-  return false;
 }
 
 /** Refuses a body that is not JSON before validation sees it: 415, or 400 `invalid_json`. */

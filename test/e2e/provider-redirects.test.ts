@@ -9,12 +9,14 @@
 
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { LeakScanner } from '../support/leak-scanner.ts';
 import { loginFailures } from '../support/login-failures.ts';
 import { Browser } from '../support/oidc.ts';
+import { MAX_PROVIDER_ANSWER_BYTES, PROVIDER_CALL_TIMEOUT_MS } from '../../src/auth/oauth/outbound.ts';
 
 const SVC_BASE = 'http://localhost:3000';
 const COOKIE = 'sid_app';
@@ -59,6 +61,10 @@ const json = (res: http.ServerResponse, body: unknown) => res.writeHead(200, { '
 
 /** What the provider redirects, if anything, and with which status. */
 let redirect: 'none' | 'token' | 'userinfo' = 'none';
+/** An answer svc must not read (hostile or broken provider), and where. */
+let hostile: { at: 'token' | 'userinfo'; answer: (res: http.ServerResponse) => void } | null = null;
+/** 50 MB of spaces in ~50 KB of gzip: what a reader that trusts Content-Encoding unpacks in full. */
+const GZIP_BOMB = gzipSync(Buffer.alloc(50 * 1024 * 1024, 0x20));
 let status = 302;
 let internal: Server;
 let provider: Server;
@@ -76,6 +82,7 @@ beforeAll(async () => {
   );
   provider = await serve('127.0.0.1', (req, _body, res) => {
     const to = `${internal.origin}/internal${req.url ?? ''}`;
+    if (hostile && req.url === (hostile.at === 'token' ? TOKEN_PATH : USERINFO_PATH)) return hostile.answer(res);
     if (req.method === 'POST' && req.url === TOKEN_PATH) {
       if (redirect === 'token') return res.writeHead(status, { location: to }).end();
       return json(res, { access_token: `provider-${randomUUID()}`, token_type: 'Bearer', expires_in: 3600 });
@@ -104,6 +111,7 @@ beforeAll(async () => {
 });
 beforeEach(() => {
   redirect = 'none';
+  hostile = null;
   failures.length = 0;
   internal.requests.length = 0;
 });
@@ -157,4 +165,35 @@ describe.each(['acme', 'gitea'])('provider %s', (providerId) => {
     const users = (await (await admin.fetch('/auth/users?limit=100')).json()) as { items?: { email: string }[] };
     expect(JSON.stringify(users)).not.toContain('root@internal.example');
   });
+
+  // What a provider answers is read within bounds: no more than a megabyte after decompression, JSON
+  // no deeper than 64 levels. A gzip bomb once cost 1.5 GB of memory per login.
+  it.each([
+    ['token', 'a gzip bomb', (res: http.ServerResponse) => res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(GZIP_BOMB), `more than ${MAX_PROVIDER_ANSWER_BYTES} bytes`],
+    ['userinfo', 'a 2 MB profile', (res: http.ServerResponse) => json(res, { id: 1, email: 'big@example.com', email_verified: true, bio: 'x'.repeat(2 * 1024 * 1024) }), `more than ${MAX_PROVIDER_ANSWER_BYTES} bytes`],
+    ['token', 'JSON nested 100,000 deep', (res: http.ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end(`${'['.repeat(100_000)}${']'.repeat(100_000)}`), 'nested deeper than 64 levels'],
+  ] as const)('a %s endpoint answering %s: refused unread, the log says why', async (at, _what, answer, reason) => {
+    hostile = { at, answer };
+    const { b, location } = await login(providerId);
+    expect(location).toBe(at === 'token' ? '/?auth_error=token_exchange_failed' : '/?auth_error=userinfo_failed');
+    expect(b.sessionId).toBeUndefined();
+    expect(failures.some((r) => r.includes(reason) && r.includes(new URL(provider.origin).host)), JSON.stringify(failures)).toBe(true);
+  });
 });
+
+// arctic sets no timeout of its own: a token endpoint that sends its headers and then a byte now and then
+// held a login for good. The call's bound (10 s) ends it, as the log line says.
+it('a token endpoint that trickles its answer: token_exchange_failed once the call bound passes', async () => {
+  hostile = {
+    at: 'token',
+    answer: (res) => {
+      res.writeHead(200, { 'content-type': 'application/json' }).write('{');
+      const drip = setInterval(() => (res.writableEnded ? clearInterval(drip) : res.write(' ')), 500);
+      res.on('close', () => clearInterval(drip));
+    },
+  };
+  const { b, location } = await login('gitea');
+  expect(location).toBe('/?auth_error=token_exchange_failed');
+  expect(b.sessionId).toBeUndefined();
+  expect(failures.some((r) => r.includes(`did not answer within ${PROVIDER_CALL_TIMEOUT_MS / 1000} s`)), JSON.stringify(failures)).toBe(true);
+}, PROVIDER_CALL_TIMEOUT_MS * 3);

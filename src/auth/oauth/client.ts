@@ -3,7 +3,7 @@ import { decodeIdToken, OAuth2Client, type OAuth2Tokens } from 'arctic';
 import type { ArcticClient, CatalogEntry, ProviderClient } from './catalog-types.ts';
 import { catalogEntry } from './catalog.ts';
 import { oidcClient } from './oidc-client.ts';
-import { asProviderCall, providerFetch, refusedRedirect } from './outbound.ts';
+import { asProviderCall, providerFailure, providerFetch } from './outbound.ts';
 import { verifyIdToken } from './id-token.ts';
 import type { OidcIssuers } from './oidc-issuers.ts';
 import { mapUserInfo } from './profile.ts';
@@ -136,15 +136,15 @@ export function providerClient(doc: ProviderDoc, clientSecret: string, issuers: 
 
 /**
  * Every call of the client runs as a provider call (outbound.ts): no fetch it makes, arctic's
- * included, follows a redirect. A refused redirect surfaces as itself, so the failed login's log
- * line names the host it pointed at (arctic would hide it behind "Failed to send request").
+ * included, follows a redirect, takes too long or reads too much. Such a failure surfaces as itself,
+ * so the failed login's log line says why (arctic would hide it behind "Failed to send request").
  */
 function withoutRedirects(client: ProviderClient): ProviderClient {
   const run = async <T>(fn: () => Promise<T>): Promise<T> => {
     try {
       return await asProviderCall(fn);
     } catch (err) {
-      throw refusedRedirect(err) ?? err;
+      throw providerFailure(err) ?? err;
     }
   };
   return {

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { MAX_PASSWORD_LENGTH, newPasswordSchema } from '../../src/auth/passwords.ts';
+import { epochOf } from '../../src/auth/users.ts';
 import { AppError, notFound } from '../../src/http/errors.ts';
 import { isoTime } from '../../src/http/iso-time.ts';
 import { defineRoute } from '../../src/http/route.ts';
@@ -83,7 +84,8 @@ export const changeOwnPassword = ({ auth }: ServerInstance) =>
       if ((await auth.checkPassword(c, user.email, body.currentPassword))?._id !== user._id) {
         throw new AppError(401, 'invalid_credentials', 'The current password is wrong');
       }
-      await auth.updateUser(user._id, { password: body.newPassword }, current.hash);
+      // Written only at the epoch the current password was checked at: a reset racing this keeps its password.
+      await auth.updateUser(user._id, { password: body.newPassword }, { keepSessionHash: current.hash, epoch: epochOf(user) });
       return c.body(null, 204);
     },
   });

@@ -80,7 +80,7 @@ export const updateUser = ({ auth }: ServerInstance) =>
     },
     handler: async (c, { params, body }) => {
       const keep = c.get('authUser')!.userId === params.id ? c.get('session')!.hash : undefined;
-      return c.json(toPublicUser(await auth.updateUser(params.id, body, keep)));
+      return c.json(toPublicUser(await auth.updateUser(params.id, body, { keepSessionHash: keep })));
     },
   });
 

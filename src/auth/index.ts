@@ -352,15 +352,16 @@ export class Auth {
 
   /**
    * Applies a user patch and its session effects: a new password ends other sessions, admin changes
-   * apply at once. The database changes first, the sessions after (see `login`).
+   * apply at once. The database changes first, the sessions after (see `login`). `own`: the session
+   * to keep (a change of one's own), and the epoch a credential was checked at (write only then).
    */
-  async updateUser(id: string, patch: UserPatch, keepSessionHash?: string): Promise<UserDoc> {
+  async updateUser(id: string, patch: UserPatch, own?: { keepSessionHash?: string; epoch?: number }): Promise<UserDoc> {
     const before = await this.users.get(id);
     const { isAdmin: admin, ...rest } = patch;
     if (admin === false && isAdmin(before)) await this.users.demote(id);
-    const user = await this.users.update(id, admin === true ? patch : rest);
+    const user = await this.users.update(id, admin === true ? patch : rest, own?.epoch);
     if (patch.password !== undefined) {
-      await this.endAllSessions(id, keepSessionHash);
+      await this.endAllSessions(id, own?.keepSessionHash);
       this.email.notify(user, 'passwordChanged');
     }
     if (isAdmin(before) !== isAdmin(user)) await this.sessions.rewrite(id, { isAdmin: isAdmin(user) });

@@ -91,6 +91,13 @@ export const WAYS_IN_IN_DOC = { passwordHash: true, totp: true } as const;
 export const epochOf = (user: Pick<UserDoc, 'epoch'>) => user.epoch ?? 0;
 
 /** A filter matching the user only while its epoch is still `epoch` (absent counts as 0). */
+/**
+ * A write that held only while nothing else changed the account's ways in (its epoch moved since the
+ * credential was checked: a reset, a logout everywhere, TOTP turned off elsewhere). Doing it anyway
+ * would undo that change: a password change racing a reset kept the old password's owner in.
+ */
+export const accountChanged = () => new AppError(409, 'account_changed', 'Your account changed meanwhile (a password reset, a logout everywhere, a second factor turned off); nothing was changed: try again');
+
 export const atEpoch = (id: string, epoch: number) => (epoch === 0 ? { _id: id, epoch: { $exists: false } } : { _id: id, epoch });
 
 /**
@@ -202,7 +209,8 @@ export class UserService {
     return { items, total };
   }
 
-  async update(id: string, patch: UserPatch): Promise<UserDoc> {
+  /** `epoch`: write only while the account is at this epoch (else 409 `account_changed`). */
+  async update(id: string, patch: UserPatch, epoch?: number): Promise<UserDoc> {
     const $set: Record<string, unknown> = { updatedAt: new Date().toISOString() };
     if (patch.firstname !== undefined) $set.firstname = patch.firstname;
     if (patch.lastname !== undefined) $set.lastname = patch.lastname;
@@ -213,8 +221,8 @@ export class UserService {
       ...(patch.isAdmin === true ? { $addToSet: { tags: ADMIN_TAG } } : {}),
       ...(patch.isAdmin === false ? { $pull: { tags: ADMIN_TAG } } : {}),
     };
-    const user = await this.users.updateOne({ _id: id }, update);
-    if (!user) throw notFound('No user with this id');
+    const user = await this.users.updateOne(epoch === undefined ? { _id: id } : atEpoch(id, epoch), update);
+    if (!user) throw epoch !== undefined && (await this.users.findOne({ _id: id })) ? accountChanged() : notFound('No user with this id');
     return user;
   }
 

@@ -422,6 +422,50 @@ describe.skipIf(!redisUrl)('mailed links and the mail cap on real Redis with two
     expect(await A.instance.auth.sessions.list(user.id)).toHaveLength(1);
   });
 
+  const login = (via: TestApp, jar: Jar, email: string, password: string) => jar.fetch(via, '/auth/login', { method: 'POST', json: { email, password } });
+  /** A little jitter, so each side of a race comes first in some rounds. */
+  const after = <T>(ms: number, fn: () => Promise<T>) => new Promise<T>((resolve, reject) => setTimeout(() => fn().then(resolve, reject), ms));
+
+  // A thief with the old password and a session changes it while the owner resets it: one of the two
+  // wins whole. Both answering 204 left the thief's password in place after the owner's reset.
+  it('a reset racing a password change made with the old password (8 rounds): never both; the winner\'s password is the one that works', async () => {
+    for (let round = 0; round < 8; round++) {
+      const user = await A.createUser();
+      const thief = new Jar();
+      expect((await login(B, thief, user.email, user.password)).status).toBe(200);
+      await new Jar().fetch(A, '/auth/password/forgot', { method: 'POST', json: { email: user.email } });
+      const token = tokenFrom((await smtp.waitFor(user.email))[0]!, '/reset-password');
+      const [reset, change] = await Promise.all([
+        after(round % 3, () => new Jar().fetch(A, '/auth/password/reset', { method: 'POST', json: { token, newPassword: 'the owner resets it' } })),
+        after((round + 1) % 3, () => thief.fetch(B, '/auth/password', { method: 'POST', json: { currentPassword: user.password, newPassword: 'the thief keeps it' } })),
+      ]);
+      const statuses = [reset.status, change.status];
+      expect(statuses, `round ${round}`).not.toEqual([204, 204]);
+      const works = async (password: string) => (await login(on(round), new Jar(), user.email, password)).status === 200;
+      expect(await works('the owner resets it'), `round ${round}: ${statuses}`).toBe(reset.status === 204);
+      expect(await works('the thief keeps it'), `round ${round}: ${statuses}`).toBe(change.status === 204);
+    }
+  });
+
+  // A magic-link login and a logout-all at once: either the link fails, or logout-all ends its session.
+  it('a magic link racing logout-all (8 rounds): no session of the user outlives both', async () => {
+    for (let round = 0; round < 8; round++) {
+      const user = await A.createUser();
+      const other = new Jar();
+      expect((await login(B, other, user.email, user.password)).status).toBe(200);
+      const browser = new Jar();
+      await browser.fetch(B, '/auth/login/link', { method: 'POST', json: { email: user.email } });
+      const token = tokenFrom((await smtp.waitFor(user.email))[0]!, '/login/link');
+      const [verify, out] = await Promise.all([
+        after(round % 3, () => browser.fetch(A, '/auth/login/link/verify', { method: 'POST', json: { token } })),
+        after((round + 1) % 3, () => other.fetch(B, '/auth/logout-all', { method: 'POST' })),
+      ]);
+      expect(out.status).toBe(204);
+      expect([200, 400], `round ${round}`).toContain(verify.status);
+      expect(await A.instance.auth.sessions.list(user.id), `round ${round}: verify ${verify.status}`).toEqual([]);
+    }
+  });
+
   it('the mail cap under 20 parallel requests for one address over both instances: 20 times 202, 3 mails', async () => {
     const user = await A.createUser();
     const codes = await Promise.all(Array.from({ length: 20 }, (_, i) => new Jar().fetch(on(i), i % 2 ? '/auth/password/forgot' : '/auth/login/link', { method: 'POST', json: { email: user.email } }).then(codeOf)));

@@ -19,7 +19,9 @@ function failure(c: Context, err: unknown, instance: ServerInstance): Response {
   const code = err instanceof OAuthFlowError ? err.code : 'server_error';
   if (code === 'server_error' && (err as AppError).code === 'unavailable') throw err; // store/db down: 503
   const log = code === 'server_error' ? instance.logger.error.bind(instance.logger) : instance.logger.warn.bind(instance.logger);
-  log({ reqId: c.get('requestId'), auth_error: code, reason: (err as Error).message }, 'OAuth login failed');
+  // The reason may quote a provider's answer (arctic's OAuth2RequestError): one line of bounded size.
+  const reason = String((err as Error).message);
+  log({ reqId: c.get('requestId'), auth_error: code, reason: reason.length > 500 ? `${reason.slice(0, 500)}… (${reason.length} characters)` : reason }, 'OAuth login failed');
   c.header('Cache-Control', 'no-store');
   return c.redirect(`/?auth_error=${code}`, 302);
 }

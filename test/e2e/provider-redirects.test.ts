@@ -181,6 +181,30 @@ describe.each(['acme', 'gitea'])('provider %s', (providerId) => {
   });
 });
 
+// What a provider says is input like any other: an address with a line break is no address, names are
+// one line of at most 100 characters, an account id of 300 characters is not an id.
+it('a provider profile is held to svc\'s own input rules', async () => {
+  const userinfo = (body: Record<string, unknown>) => ({ at: 'userinfo' as const, answer: (res: http.ServerResponse) => json(res, { email_verified: true, ...body }) });
+  hostile = userinfo({ id: 'crlf-1', email: 'evil@example.com\r\nbcc: victim@example.org' });
+  expect((await login('acme')).location).toBe('/?auth_error=no_email');
+  hostile = userinfo({ id: 'x'.repeat(300), email: 'long-id@example.com' });
+  expect((await login('acme')).location).toBe('/?auth_error=userinfo_failed');
+  const email = `names-${randomUUID().slice(0, 8)}@example.com`;
+  hostile = userinfo({ id: `names-${randomUUID()}`, email: `  ${email.toUpperCase()} `, given_name: `Eve\r\nX-Injected: 1\u0000\u202e`, family_name: 'L'.repeat(500) });
+  expect((await login('acme')).location).toBe('/');
+  const users = (await (await admin.fetch(`/auth/users?email=${encodeURIComponent(email)}`)).json()) as { items: { email: string; firstname: string; lastname: string }[] };
+  expect(users.items).toEqual([expect.objectContaining({ email, firstname: 'Eve X-Injected: 1', lastname: 'L'.repeat(100) })]);
+});
+
+it('a token answer without access_token is token_exchange_failed; a 100 KB error from the provider is cut in the log line', async () => {
+  hostile = { at: 'token', answer: (res) => json(res, { token_type: 'Bearer', foo: 1 }) };
+  expect((await login('acme')).location).toBe('/?auth_error=token_exchange_failed');
+  hostile = { at: 'token', answer: (res) => res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'x'.repeat(100_000) })) };
+  expect((await login('acme')).location).toBe('/?auth_error=token_exchange_failed');
+  expect(failures.at(-1)!.length).toBeLessThan(600);
+  expect(failures.at(-1)).toMatch(/… \(\d+ characters\)$/);
+});
+
 // arctic sets no timeout of its own: a token endpoint that sends its headers and then a byte now and then
 // held a login for good. The call's bound (10 s) ends it, as the log line says.
 it('a token endpoint that trickles its answer: token_exchange_failed once the call bound passes', async () => {

@@ -48,7 +48,11 @@ function customClient(doc: ProviderDoc, secret: string): ProviderClient {
           : client.createAuthorizationURL(authorizationEndpoint!, state, doc.scopes),
         doc.scopes,
       ),
-    exchange: (code, verifier) => client.validateAuthorizationCode(tokenEndpoint!, code, pkce ? verifier : null),
+    async exchange(code, verifier) {
+      const tokens = await client.validateAuthorizationCode(tokenEndpoint!, code, pkce ? verifier : null);
+      tokens.accessToken(); // throws for an answer without one: the exchange failed, not the user info
+      return tokens;
+    },
     async userInfo(tokens) {
       const raw = await getJson(userInfoEndpoint!, { Authorization: `${userInfoAuthorizationScheme} ${tokens.accessToken()}` });
       return { raw, profile: mapUserInfo(raw) };

@@ -14,7 +14,7 @@ import { totpEnabled } from '../totp.ts';
 import { epochOf, isAdmin, ownsEmail, type UserDoc, type UserService } from '../users.ts';
 import type { AccountLinks } from './accounts.ts';
 import { OAuthFlowError, providerClient } from './client.ts';
-import { personName, type Profile } from './profile.ts';
+import { cleanProfile, MAX_ACCOUNT_ID_LENGTH, personName, type Profile } from './profile.ts';
 import { emailVerifiedBy, type ProviderDoc, type ProviderService } from './providers.ts';
 import { safeReturnPath } from './return-to.ts';
 import { sealedRecord } from './secrets.ts';
@@ -255,7 +255,8 @@ export class OAuthFlow {
     } catch (err) {
       throw new OAuthFlowError('userinfo_failed', `user info failed: ${(err as Error).message}`, { cause: err });
     }
-    const profile = info.profile;
+    const profile = cleanProfile(info.profile);
+    if (!profile) throw new OAuthFlowError('userinfo_failed', `the provider's account id is longer than ${MAX_ACCOUNT_ID_LENGTH} characters`);
     if (record.linkUserId) return this.connect(record.linkUserId, record.linkEpoch ?? -1, providerId, profile, record.returnTo);
     const accountId = profile.id ?? profile.email?.toLowerCase();
     if (!accountId) throw new OAuthFlowError('no_email', 'the provider gave no email');

@@ -1,3 +1,6 @@
+import * as v from 'valibot';
+import { emailSchema } from '../../http/schemas.ts';
+
 /** What the flow needs of a provider's user: SPEC.md "Userinfo mapping", normalized. */
 export interface Profile {
   /** Stable per user: `providerAccountId`. */
@@ -56,4 +59,37 @@ export function personName(profile: Profile): { firstname: string; lastname: str
 export function splitName(name: string | undefined): { firstname: string; lastname: string } {
   const parts = (name ?? '').trim().split(/\s+/).filter(Boolean);
   return { firstname: parts[0] ?? '', lastname: parts.slice(1).join(' ') };
+}
+
+/** Longest provider account id kept (ids are numbers, UUIDs or URLs; more is not an id). */
+export const MAX_ACCOUNT_ID_LENGTH = 256;
+const NAME_LENGTH = 100;
+
+/** A provider's name as one line of text: no control or direction-override characters, at most 100 characters. */
+function cleanName(name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  const line = name.replace(/[\p{Cc}\u202a-\u202e\u2066-\u2069]/gu, ' ').replace(/\s+/g, ' ').trim();
+  return [...line].slice(0, NAME_LENGTH).join('').trim() || undefined;
+}
+
+/**
+ * What a provider says, held to the rules svc's own inputs follow (the provider's answer is input
+ * too): an email as `emailSchema` takes it (one mailbox, one line, at most 254 characters; else
+ * none: `no_email` where one is needed), names as one line of at most 100 characters, an avatar only
+ * as an http(s) URL. An account id over 256 characters is refused (null). A CRLF in a provider's
+ * email once made a user whose address was a mail's To with a second line.
+ */
+export function cleanProfile(profile: Profile): Profile | null {
+  if (profile.id !== undefined && profile.id.length > MAX_ACCOUNT_ID_LENGTH) return null;
+  const email = profile.email === undefined ? undefined : v.safeParse(emailSchema, profile.email);
+  const avatar = profile.avatarUrl && profile.avatarUrl.length <= 2048 && /^https?:\/\//i.test(profile.avatarUrl) ? profile.avatarUrl : undefined;
+  const cleaned: Profile = { emailVerified: profile.emailVerified };
+  if (profile.id !== undefined) cleaned.id = profile.id;
+  if (email?.success) cleaned.email = email.output;
+  for (const key of ['name', 'givenName', 'familyName'] as const) {
+    const value = cleanName(profile[key]);
+    if (value !== undefined) cleaned[key] = value;
+  }
+  if (avatar) cleaned.avatarUrl = avatar;
+  return cleaned;
 }

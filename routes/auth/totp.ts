@@ -46,7 +46,7 @@ export const confirmTotp = ({ auth }: ServerInstance) =>
     handler: async (c, { body }) => {
       const userId = c.get('authUser')!.userId;
       const recoveryCodes = await auth.totp.confirm(await auth.users.get(userId), body.code);
-      await auth.sessions.rewrite(userId, { totp: true });
+      await auth.refreshSessions(userId);
       c.header('Cache-Control', 'no-store');
       return c.json({ recoveryCodes });
     },
@@ -76,7 +76,7 @@ export const disableTotp = ({ auth }: ServerInstance) =>
         throw new AppError(401, 'invalid_credentials', 'The password is wrong');
       }
       await auth.totp.disable(user);
-      await auth.sessions.rewrite(user._id, { totp: false });
+      await auth.refreshSessions(user._id);
       auth.email.notify(user, 'totpDisabled');
       return c.body(null, 204);
     },

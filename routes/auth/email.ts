@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { newPasswordSchema } from '../../src/auth/passwords.ts';
+import { invalidToken } from '../../src/auth/self-service.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
 import { epochOf } from '../../src/auth/users.ts';
 import { defineRoute } from '../../src/http/route.ts';
@@ -135,6 +136,6 @@ export const useMagicLink = ({ auth }: ServerInstance) =>
         await auth.startSecondStep(c, { userId: user._id, epoch: epochOf(user), provider: 'email' });
         return c.json({ mfaRequired: true });
       }
-      return startSession(c, auth, user, 'email');
+      return startSession(c, auth, user, 'email', { refused: invalidToken }); // a link spent by an account change
     },
   });

@@ -10,7 +10,6 @@ import { totpEnabled } from '../../src/auth/totp.ts';
 import type { AppEnv } from '../../src/http/env.ts';
 import * as v from 'valibot';
 import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
-import { invalidToken } from '../../src/auth/self-service.ts';
 import { epochOf, toPublicUser, type UserDoc } from '../../src/auth/users.ts';
 import { AppError } from '../../src/http/errors.ts';
 import { isoTime } from '../../src/http/iso-time.ts';
@@ -55,10 +54,16 @@ export const login = ({ auth }: ServerInstance) =>
  * CONTRACT's body. The password checked was `user.passwordHash`: a password changed meanwhile
  * refuses the login (security review, finding 3).
  */
-export async function startSession(c: Context<AppEnv>, auth: Auth, user: UserDoc, provider: string, returnTo?: string): Promise<Response> {
+export async function startSession(
+  c: Context<AppEnv>,
+  auth: Auth,
+  user: UserDoc,
+  provider: string,
+  { returnTo, refused = () => new AppError(401, 'invalid_credentials', 'The email or the password is wrong') }: { returnTo?: string; refused?: () => Error } = {},
+): Promise<Response> {
   const started = await auth.login(c, user, provider, (fresh) => fresh.passwordHash === user.passwordHash);
-  // The account changed since the credential was checked: a mailed link is spent, a password wrong.
-  if (!started) throw provider === 'email' ? invalidToken() : new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
+  // The account changed since the credential was checked: `refused` says so in the caller's terms.
+  if (!started) throw refused();
   const { id, email, firstname, lastname, isAdmin } = toPublicUser(started.user);
   return c.json({ user: { id, email, firstname, lastname, isAdmin }, expiresAt: isoTime(started.session.expiresAt), ...(returnTo ? { returnTo } : {}) });
 }

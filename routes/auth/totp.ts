@@ -111,6 +111,6 @@ export const loginTotp = ({ auth }: ServerInstance) =>
       if (!ok) await auth.mfa.wrong(c, held, tries);
       await codeTry.succeeded();
       await auth.mfa.end(c);
-      return startSession(c, auth, user, held.provider, held.returnTo);
+      return startSession(c, auth, user, held.provider, { returnTo: held.returnTo });
     },
   });

@@ -198,6 +198,25 @@ export class Auth {
   }
 
   /**
+   * A first step that proved who they are (password, magic link, passkey without user verification,
+   * OAuth) for a user with TOTP on: the login waits for the code from this browser. As every login,
+   * it ends the session the request carried (CONTRACT section 3: "destroyed first"), here at once,
+   * not when the code arrives: the browser is between two users' sessions no longer.
+   */
+  async startSecondStep(c: Context, pending: PendingMfa): Promise<void> {
+    if (await this.endCarriedSession(c)) this.clearSessionCookie(c);
+    await this.mfa.start(c, pending);
+  }
+
+  /** Ends the session the request's cookie names, if any; says whether there was one. */
+  private async endCarriedSession(c: Context): Promise<boolean> {
+    const carried = readCookie(c, this.cookieName);
+    if (!carried) return false;
+    await this.endSession(carried);
+    return true;
+  }
+
+  /**
    * Starts a session for a user who just proved who they are, ending the one the request carried.
    *
    * A login reads the user, checks the credential, then writes the session; an admin may change the
@@ -209,24 +228,8 @@ export class Auth {
    * checked still holds for a fresh copy of the user (the same password hash, the identity still
    * linked). Returns null when it no longer does.
    */
-  /**
-   * A first step that proved who they are (password, magic link, passkey without user verification,
-   * OAuth) for a user with TOTP on: the login waits for the code from this browser. As every login,
-   * it ends the session the request carried (CONTRACT section 3: "destroyed first"), here at once,
-   * not when the code arrives: the browser is between two users' sessions no longer.
-   */
-  async startSecondStep(c: Context, pending: PendingMfa): Promise<void> {
-    const previous = readCookie(c, this.cookieName);
-    if (previous) {
-      await this.endSession(previous);
-      this.clearSessionCookie(c);
-    }
-    await this.mfa.start(c, pending);
-  }
-
   async login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean): Promise<{ session: Session; user: UserDoc } | null> {
-    const previous = readCookie(c, this.cookieName);
-    if (previous) await this.endSession(previous);
+    await this.endCarriedSession(c);
     // Any lifecycle event since the credential was checked (a claim, a reset, a factor removed, a
     // deletion) ends this login too: the credential may be one that event took away.
     const epoch = epochOf(user);

@@ -154,14 +154,14 @@ export class EmailSelfService {
    * email, or signed up by anyone without verifying) is claimed first (`Auth.claim`): whatever ways in
    * its maker added go, so proving the mailbox never hands the owner an account someone else can enter.
    */
-  private async mailboxProven(user: UserDoc, claim = !ownsEmail(user), sameEpoch = false): Promise<UserDoc> {
+  private async mailboxProven(user: UserDoc, { claim = !ownsEmail(user), logsIn = false } = {}): Promise<UserDoc> {
     let epoch = epochOf(user);
     if (claim) {
       await this.auth.claim(user);
       epoch++;
     }
     const $set = { email_verified: true, updatedAt: new Date().toISOString() };
-    if (!sameEpoch) return (await this.auth.users.users.updateOne({ _id: user._id }, { $set })) ?? user;
+    if (!logsIn) return (await this.auth.users.users.updateOne({ _id: user._id }, { $set })) ?? user;
     // A token that logs in: only while no lifecycle event (a logout-all, a reset) came between its
     // check and now. The user handed to the login carries the token's epoch, so a later one ends it too.
     const done = await this.auth.users.users.updateOne(atEpoch(user._id, epoch), { $set });
@@ -194,7 +194,7 @@ export class EmailSelfService {
   /** `POST /auth/email/verify`. A signed-up user keeps its password (it is what the mailbox owner chose, or the owner confirms an account made with it). */
   async verify(token: string): Promise<UserDoc> {
     const user = await this.holder(await this.tokens.consume('verify', token), false);
-    return this.mailboxProven(user, !ownsEmail(user) && user.createdVia !== 'signup');
+    return this.mailboxProven(user, { claim: !ownsEmail(user) && user.createdVia !== 'signup' });
   }
 
   /**
@@ -208,7 +208,7 @@ export class EmailSelfService {
     if (!peeked || peeked.binding !== sha256hex(binding)) throw invalidToken();
     const user = await this.holder(await this.tokens.consume('magicLink', token), true);
     this.cookies.clear(c, MAGIC_COOKIE);
-    return this.mailboxProven(user, !ownsEmail(user), true); // the login itself (Auth.login) records lastLoginAt
+    return this.mailboxProven(user, { logsIn: true }); // the login itself (Auth.login) records lastLoginAt
   }
 
   /** A self-signed-up user who has not verified the email yet, under `auth.signup.requireVerifiedEmail`. */

@@ -398,10 +398,10 @@ export class SessionService {
   }
 
   /**
-   * Rewrites what every live session of a user carries (`isAdmin`, `totp`), keeping each TTL
-   * (SET XX KEEPTTL): an admin change applies on the user's next request, on every instance.
+   * Rewrites what every live session of a user carries of the user (`isAdmin`, `totp`), keeping each
+   * TTL (SET XX KEEPTTL): an admin change applies on the user's next request, on every instance.
    */
-  async rewrite(userId: string, patch: { isAdmin?: boolean; totp?: boolean }): Promise<void> {
+  async rewrite(userId: string, carried: { isAdmin: boolean; totp: boolean }): Promise<void> {
     const hashes = await this.store.sMembers(this.indexKey(userId));
     const changed: string[] = [];
     const missing: string[] = [];
@@ -411,10 +411,8 @@ export class SessionService {
         missing.push(hash);
         continue;
       }
-      const { totp: had, ...record } = JSON.parse(raw) as SessionRecord;
-      const isAdmin = patch.isAdmin ?? record.isAdmin;
-      const totp = patch.totp ?? had === true;
-      const written = await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin, ...(totp ? { totp: true } : {}) }), { xx: true, keepTtl: true });
+      const { totp: _, ...record } = JSON.parse(raw) as SessionRecord;
+      const written = await this.store.set(this.key(hash), JSON.stringify({ ...record, isAdmin: carried.isAdmin, ...(carried.totp ? { totp: true } : {}) }), { xx: true, keepTtl: true });
       this.forget(hash);
       if (written) changed.push(hash);
     }

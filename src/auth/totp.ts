@@ -3,7 +3,7 @@ import { Secret, TOTP } from 'otpauth';
 import { renderSVG } from 'uqr';
 import { AppError } from '../http/errors.ts';
 import { sealedRecord, type SecretBox } from './oauth/secrets.ts';
-import { accountChanged, atEpoch, epochOf, type UserDoc, type UserService } from './users.ts';
+import { atEpoch, epochOf, type UserDoc, type UserService } from './users.ts';
 
 // A user's second factor lives in the user document (`totp`: `TotpState` in users.ts, which says how it is kept).
 
@@ -118,7 +118,6 @@ export class TotpService {
    * the code or password was checked (a reset racing this keeps TOTP on): else 409 `account_changed`.
    */
   async disable(user: UserDoc): Promise<void> {
-    const done = await this.users.users.updateOne(atEpoch(user._id, epochOf(user)), { $unset: { totp: true }, $inc: { epoch: 1 }, $set: { updatedAt: new Date().toISOString() } });
-    if (!done) throw accountChanged();
+    await this.users.advanceEpoch(user._id, { $unset: { totp: true } }, epochOf(user));
   }
 }

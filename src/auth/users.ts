@@ -90,14 +90,14 @@ export const WAYS_IN_IN_DOC = { passwordHash: true, totp: true } as const;
 /** The user's credentials epoch (`UserDoc.epoch`). */
 export const epochOf = (user: Pick<UserDoc, 'epoch'>) => user.epoch ?? 0;
 
-/** A filter matching the user only while its epoch is still `epoch` (absent counts as 0). */
 /**
  * A write that held only while nothing else changed the account's ways in (its epoch moved since the
  * credential was checked: a reset, a logout everywhere, TOTP turned off elsewhere). Doing it anyway
  * would undo that change: a password change racing a reset kept the old password's owner in.
  */
-export const accountChanged = () => new AppError(409, 'account_changed', 'Your account changed meanwhile (a password reset, a logout everywhere, a second factor turned off); nothing was changed: try again');
+const accountChanged = () => new AppError(409, 'account_changed', 'Your account changed meanwhile (a password reset, a logout everywhere, a second factor turned off); nothing was changed: try again');
 
+/** A filter matching the user only while its epoch is still `epoch` (absent counts as 0). */
 export const atEpoch = (id: string, epoch: number) => (epoch === 0 ? { _id: id, epoch: { $exists: false } } : { _id: id, epoch });
 
 /**
@@ -221,19 +221,22 @@ export class UserService {
       ...(patch.isAdmin === true ? { $addToSet: { tags: ADMIN_TAG } } : {}),
       ...(patch.isAdmin === false ? { $pull: { tags: ADMIN_TAG } } : {}),
     };
-    const user = await this.users.updateOne(epoch === undefined ? { _id: id } : atEpoch(id, epoch), update);
-    if (!user) throw epoch !== undefined && (await this.users.findOne({ _id: id })) ? accountChanged() : notFound('No user with this id');
-    return user;
+    return (await this.users.updateOne(epoch === undefined ? { _id: id } : atEpoch(id, epoch), update)) ?? this.missed(id, epoch);
+  }
+
+  /** Why a write by id (at `epoch`, if given) matched nothing: 409 `account_changed` or 404. */
+  private async missed(id: string, epoch: number | undefined): Promise<never> {
+    throw epoch !== undefined && (await this.users.findOne({ _id: id })) ? accountChanged() : notFound('No user with this id');
   }
 
   /**
    * A lifecycle event: moves the credentials epoch, together with `update` in the same atomic write,
    * so every pending record started before it dies. Returns the user after it; 404 when gone.
+   * `epoch`: only while the account is still at it (a change checked against it), else 409 `account_changed`.
    */
-  async advanceEpoch(id: string, update: Omit<Update, '$inc'> = {}): Promise<UserDoc> {
-    const user = await this.users.updateOne({ _id: id }, { ...update, $inc: { epoch: 1 }, $set: { ...update.$set, updatedAt: new Date().toISOString() } });
-    if (!user) throw notFound('No user with this id');
-    return user;
+  async advanceEpoch(id: string, update: Omit<Update, '$inc'> = {}, epoch?: number): Promise<UserDoc> {
+    const filter = epoch === undefined ? { _id: id } : atEpoch(id, epoch);
+    return (await this.users.updateOne(filter, { ...update, $inc: { epoch: 1 }, $set: { ...update.$set, updatedAt: new Date().toISOString() } })) ?? this.missed(id, epoch);
   }
 
   async delete(id: string): Promise<boolean> {

@@ -17,11 +17,14 @@ export const emailSchema = v.pipe(
   v.regex(/^[^\s@,;:<>()[\]"\\\p{Cc}]+@[^\s@,;:<>()[\]"\\\p{Cc}]+$/u, 'must be an email address'),
 );
 
+/** Longest first or last name, from a request or a provider's profile. */
+export const NAME_MAX_LENGTH = 100;
+
 /** A name part: at most 100 characters, one line of text (no control characters, no half of a surrogate pair). */
 export const nameSchema = v.pipe(
   v.string(),
   v.trim(),
-  v.maxLength(100),
+  v.maxLength(NAME_MAX_LENGTH),
   v.regex(/^\P{Cc}*$/u, 'must not hold line breaks or control characters'),
   // String#isWellFormed (Node 20+) is newer than the ES2022 library the project compiles against.
   v.check((name) => (name as string & { isWellFormed(): boolean }).isWellFormed(), 'must be well-formed text'),

@@ -323,7 +323,7 @@ describe.skipIf(!redisUrl)('races on real Redis with two instances', () => {
     const prunes: [string, (userId: string) => Promise<unknown>][] = [
       ['the cleanup', () => B.instance.auth.sessions.cleanup()],
       ['GET /auth/sessions', (userId) => B.instance.auth.sessions.list(userId)],
-      ['an admin change', (userId) => B.instance.auth.sessions.rewrite(userId, {})],
+      ['an admin change', (userId) => B.instance.auth.refreshSessions(userId)],
     ];
     try {
       for (const [name, prune] of prunes) {

@@ -219,8 +219,8 @@ export class Run {
   private dropOldest(): void {
     const target = this.limits.outputCap - Math.min(PIPE_READ_BYTES, Math.floor(this.limits.outputCap / 16));
     const count = { stdout: 0, stderr: 0 };
+    const left = (s: 'stdout' | 'stderr') => count[s] < this.context[s].length;
     while (this.bytes > target) {
-      const left = (s: 'stdout' | 'stderr') => count[s] < this.context[s].length;
       const from = left('stdout') && (!left('stderr') || this.dropped.stdout + count.stdout <= this.dropped.stderr + count.stderr) ? 'stdout' : 'stderr';
       if (!left(from)) break;
       this.bytes -= Buffer.byteLength(this.context[from][count[from]++]!);

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { emailSchema } from '../../http/schemas.ts';
+import { emailSchema, NAME_MAX_LENGTH } from '../../http/schemas.ts';
 
 /** What the flow needs of a provider's user: SPEC.md "Userinfo mapping", normalized. */
 export interface Profile {
@@ -63,13 +63,12 @@ export function splitName(name: string | undefined): { firstname: string; lastna
 
 /** Longest provider account id kept (ids are numbers, UUIDs or URLs; more is not an id). */
 export const MAX_ACCOUNT_ID_LENGTH = 256;
-const NAME_LENGTH = 100;
 
 /** A provider's name as one line of text: no control or direction-override characters, at most 100 characters. */
 function cleanName(name: string | undefined): string | undefined {
   if (name === undefined) return undefined;
   const line = name.replace(/[\p{Cc}\u202a-\u202e\u2066-\u2069]/gu, ' ').replace(/\s+/g, ' ').trim();
-  return [...line].slice(0, NAME_LENGTH).join('').trim() || undefined;
+  return [...line].slice(0, NAME_MAX_LENGTH).join('').trim() || undefined;
 }
 
 /**

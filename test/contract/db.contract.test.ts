@@ -169,6 +169,30 @@ describe('embedded database on disk', () => {
 describe.skipIf(!mongoUrl)('MongoDB', () => {
   databaseContract(`MongoDB (${inject('mongoKind')})`, () => MongoDatabase.connect(mongoUrl));
 
+  // Two instances write one user at once (a magic link's conditional write, a logout-all moving the
+  // epoch). MongoDB applies each write and answers it atomically; the answer of a write that matched
+  // `epoch: {$exists: false}` can never carry the other's epoch. mongo-java-server with netty's default
+  // thread pool did (round ~25), and a login then passed an epoch check it should have failed.
+  it('an updateOne is answered with the document its own write left, while another connection writes it too (300 rounds)', async () => {
+    const suffix = randomUUID().slice(0, 8);
+    const [a, b] = await Promise.all([MongoDatabase.connect(mongoUrl), MongoDatabase.connect(mongoUrl)]);
+    try {
+      type Doc = User & { epoch?: number; ok?: boolean };
+      const [ca, cb] = await Promise.all([a.collection<Doc>(`torn_${suffix}`), b.collection<Doc>(`torn_${suffix}`)]);
+      const seen: number[] = [];
+      for (let round = 0; round < 300; round++) {
+        const _id = `u${round}`;
+        await ca.insertOne({ _id, email: `${_id}@x`, tags: Array.from({ length: 50 }, (_, k) => `tag${k}`) });
+        const [matched, moved] = await Promise.all([ca.updateOne({ _id, epoch: { $exists: false } }, { $set: { ok: true } }), cb.updateOne({ _id }, { $inc: { epoch: 1 } })]);
+        expect(moved?.epoch).toBe(1);
+        if (matched && matched.epoch !== undefined) seen.push(round);
+      }
+      expect(seen, 'rounds whose conditional write was answered with the other write in it').toEqual([]);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it('an unreachable MongoDB fails fast with a clear message and hides the password', async () => {
     const started = Date.now();
     const err = (await MongoDatabase.connect('mongodb://u:hunter2@127.0.0.1:1/x').catch((e: unknown) => e)) as Error;

@@ -81,7 +81,13 @@ public final class MongoTestServer {
 
         MongoBackend backend = new MemoryBackend().version(MONGO_4_4);
         MongoServer server = new MongoServer(backend);
-        server.bind("127.0.0.1", port);
+        // One worker thread, so each request is handled AND its answer encoded before any other request
+        // runs, as a real mongod's document-level atomicity promises. With netty's default pool, a
+        // findAndModify answer is encoded from the live in-memory document after the collection lock is
+        // released: another connection's write could land in between, so an update matched at epoch 0
+        // answered with epoch 1 (seen 1 in ~25 rounds, svc's magic-link-vs-logout-all race test), and a
+        // key added meanwhile broke the encoding (ConcurrentModificationException, connection closed).
+        server.bind(new InetSocketAddress("127.0.0.1", port), 1, 1);
 
         CountDownLatch stopped = new CountDownLatch(1);
         AtomicBoolean shutDown = new AtomicBoolean(false);

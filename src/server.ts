@@ -21,7 +21,7 @@ import { PresetHeadersResponse } from './http/response-headers.ts';
 import { Stores } from './store/index.ts';
 import { sessionLane } from '../routes/auth/session.ts';
 import { resolveCoreToThisBuild } from './core-import.ts';
-import { answerClientErrors } from './http/client-error.ts';
+import { answerClientErrors, requireHost, unusableRequest } from './http/client-error.ts';
 import { appTypeScriptFiles, typeScriptFor, typeScriptRegistered } from './typescript.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
@@ -165,11 +165,12 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     requestTimeout: 30_000,
     keepAliveTimeout: 5_000,
     connectionsCheckingInterval: 1_000,
+    requireHostHeader: false, // answered in JSON by `requireHost`
     ServerResponse: ShutdownAwareResponse,
   };
   // The app behind `GET /auth/session`'s lane (routes/auth/session.ts), which answers the plainest
   // form of that request itself.
-  const http = createServer(serverOptions, sessionLane(instance, getRequestListener(app.fetch, { hostname: config.env.host })));
+  const http = createServer(serverOptions, requireHost(sessionLane(instance, getRequestListener(app.fetch, { hostname: config.env.host, errorHandler: unusableRequest }))));
   answerClientErrors(http);
   try {
     // socket.io on the same server, ready before the first connection arrives.

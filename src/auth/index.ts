@@ -508,16 +508,34 @@ export class Auth {
       if (lookedUp.failed) throw lookedUp.error; // the store's failure, answered (503) without waiting for it twice
       return next();
     }
-    const found = this.sessions.lookup(id);
+    let found: ReturnType<typeof this.sessions.lookup>;
+    try {
+      found = this.sessions.lookup(id);
+    } catch (err) {
+      return this.lookupFailed(c, err, next);
+    }
     if (isPending(found)) {
-      return found.then((session) => {
-        this.useSession(c, id, session);
-        return next();
-      });
+      return found.then(
+        (session) => {
+          this.useSession(c, id, session);
+          return next();
+        },
+        (err: unknown) => this.lookupFailed(c, err, next),
+      );
     }
     this.useSession(c, id, found);
     return next();
   });
+
+  /**
+   * The store failed to look the session up: 503 (the error handler's answer), except for `GET /health`,
+   * which reports the store itself (`"store":"down"`, CONTRACT section 1) also to a probe that carries a
+   * cookie (a browser, a proxy that forwards one); it needs no caller.
+   */
+  private lookupFailed(c: Context<AppEnv>, err: unknown, next: () => unknown): unknown {
+    if (c.req.path === '/health') return next();
+    throw err;
+  }
 
   /** What a request learns from its session: the caller, the session, and the refreshed cookie. */
   private useSession(c: Context<AppEnv>, id: string, found: LookedUp | null): void {

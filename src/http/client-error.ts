@@ -4,9 +4,10 @@
  * to arrive (`headersTimeout`, `requestTimeout`). Node answers those itself with a bare status line and no body; here they get the
  * JSON error body of every other answer ("errors are always JSON"), then the connection closes.
  */
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { STATUS_CODES } from 'node:http';
+import { RequestError } from '@hono/node-server';
 
 const ANSWERS: Record<string, [status: number, code: string, message: string]> = {
   HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'The request headers are too large'],
@@ -25,6 +26,31 @@ function clientErrorAnswer(errorCode: string | undefined): string {
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=UTF-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   );
+}
+
+/**
+ * An HTTP/1.1 request without `Host` (RFC 9112: answered 400). Node's own check (`requireHostHeader`,
+ * turned off in server.ts) answers with an empty body; this one answers in JSON and closes.
+ */
+export function requireHost(next: (req: IncomingMessage, res: ServerResponse) => void) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    if (req.headers.host !== undefined || req.httpVersion !== '1.1') return next(req, res);
+    const [status, code] = MALFORMED;
+    const body = JSON.stringify({ error: { code, message: 'The request has no Host header' } });
+    res.writeHead(status, { 'Content-Type': 'application/json; charset=UTF-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
+    res.end(body);
+  };
+}
+
+/**
+ * For @hono/node-server's `errorHandler`: a request it cannot turn into a URL (`GET *`, a backslash in
+ * the path, a Host that is no host name) is answered 400 in JSON instead of with an empty body; an
+ * error it meets after the app answered (none is expected: the app's error handler answers every
+ * error) is a JSON 500.
+ */
+export function unusableRequest(err: unknown): Response {
+  const [status, code, message] = err instanceof RequestError ? MALFORMED : [500, 'internal_error', 'Internal server error'];
+  return new Response(JSON.stringify({ error: { code, message } }), { status, headers: { 'Content-Type': 'application/json; charset=UTF-8' } });
 }
 
 /** How long an answer to an earlier request on the connection may take before the refused one closes it. */

@@ -41,6 +41,22 @@ describe('requests the HTTP parser refuses (the real process)', () => {
     expect(answer.body).toEqual({ error: { code: 'bad_request', message: 'The request is not valid HTTP' } });
   });
 
+  // Past Node's parser, @hono/node-server cannot make these a URL; Node refuses HTTP/1.1 without Host.
+  it.each([
+    ['a request target that is no path (GET *)', 'GET * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 'The request is not valid HTTP'],
+    ['a backslash in the path', 'GET /a\\b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 'The request is not valid HTTP'],
+    ['a Host that is no host name', 'GET /health HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n', 'The request is not valid HTTP'],
+    ['no Host header in HTTP/1.1', 'GET /health HTTP/1.1\r\nConnection: close\r\n\r\n', 'The request has no Host header'],
+  ])('%s: 400 bad_request as JSON', async (_what, bytes, message) => {
+    const answer = lastAnswer(await raw(port, bytes));
+    expect(answer).toMatchObject({ status: 400, type: 'application/json; charset=UTF-8' });
+    expect(answer.body).toEqual({ error: { code: 'bad_request', message } });
+  });
+
+  it('HTTP/1.0 needs no Host: answered as usual', async () => {
+    expect((await raw(port, 'GET /health HTTP/1.0\r\n\r\n')).split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+  });
+
   it('headers over 16 KiB: 431 headers_too_large as JSON', async () => {
     const answer = lastAnswer(await raw(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
     expect(answer.status).toBe(431);

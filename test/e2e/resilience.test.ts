@@ -128,6 +128,13 @@ describe.skipIf(!redisServerAvailable)('Redis outage', () => {
     expect(duringLogin.ms).toBeLessThan(OUTAGE_ANSWER_MS);
     const duringSession = await timed(`${svc.url}/auth/session`, { headers: { cookie: before.cookie! } });
     expectUnavailable(duringSession);
+    // A probe that carries a session cookie (a browser, a proxy that forwards one) learns which part is
+    // down too: the health body, not the session lookup's 503 unavailable.
+    for (const path of ['/health', '/api/health']) {
+      const probed = await timed(`${svc.url}${path}`, { headers: { cookie: before.cookie! } });
+      expect(probed.status, `${path}: ${JSON.stringify(probed)}`).toBe(503);
+      expect(probed.body).toEqual({ status: 'down', store: 'down', db: 'ok' });
+    }
 
     // A real outage lasts a while: the process stays up and keeps answering 503 quickly.
     await sleep(Math.max(0, 2000 - (performance.now() - killedAt)));

@@ -1,9 +1,11 @@
-// `npm run example`: builds the example and serves it on its own origin, against a running svc.
+// `npm run example`: builds the example and serves it on its own origin, in front of a running svc.
 //   EXAMPLE_PORT   where the example listens (default 5173, on 127.0.0.1 as localhost)
-//   SVC_API        the svc origin (default http://localhost:3000); the app calls `${SVC_API}/api`
-// svc must list this origin in SVC_FRONTEND_URLS (CORS, CSRF, and the links of its mails):
-//   SVC_FRONTEND_URLS=http://localhost:5173 npm start
-// Every path that is not a file is the app (index.html), as a single-page frontend behind a proxy.
+//   SVC_API        the svc origin (default http://localhost:3000), where `/api/...` is forwarded
+// The app and svc share this origin, as behind the reverse proxy (deploy/nginx.conf): the app calls
+// `/api`, which this server forwards to svc as it came, so an OAuth journey ends back here. svc is told
+// its public address (OAuth callbacks, passkeys) and this origin (the links of its mails):
+//   SVC_SERVER_BASE_URL=http://localhost:5173 SVC_FRONTEND_URLS=http://localhost:5173 npm start
+// Every other path that is not a file is the app (index.html), as a single-page frontend.
 
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
@@ -24,14 +26,34 @@ function pathOf(url = '/'): string | null {
   }
 }
 
+/**
+ * `/api/...` to svc and its answer back, unchanged but for the forwarding headers nginx sets
+ * (deploy/nginx.conf); svc unreachable: a JSON 502 naming SVC_API, as the app shows errors.
+ */
+function forward(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const target = new URL(req.url!, api);
+  const headers = { ...req.headers, 'x-forwarded-host': req.headers.host ?? '', 'x-forwarded-proto': 'http' };
+  const upstream = http.request(target, { method: req.method, headers }, (answer) => {
+    res.writeHead(answer.statusCode!, answer.rawHeaders);
+    answer.pipe(res);
+  });
+  upstream.on('error', (err) => {
+    if (res.headersSent) return void res.destroy();
+    const message = `svc at SVC_API=${api} cannot be reached (${err.message}): is it running?`;
+    res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'bad_gateway', message } }));
+  });
+  req.pipe(upstream);
+}
+
 const server = http.createServer((req, res) => {
+  if (req.url === '/api' || req.url?.startsWith('/api/')) return forward(req, res);
   const pathname = pathOf(req.url);
   if (pathname === null) {
     res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' }).end('Bad request: the path does not decode\n');
     return;
   }
   if (pathname === '/config.js') {
-    res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'no-store' }).end(configScript(`${api}/api`));
+    res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'no-store' }).end(configScript('/api'));
     return;
   }
   const file = path.join(dir, path.normalize(pathname));
@@ -40,5 +62,6 @@ const server = http.createServer((req, res) => {
   res.writeHead(200, { 'content-type': TYPES[path.extname(served)]!, 'cache-control': 'no-cache' }).end(readFileSync(served));
 });
 server.listen(port, '127.0.0.1', () => {
-  process.stdout.write(`svc example: http://localhost:${port}/login  (API: ${api}/api; svc needs SVC_FRONTEND_URLS=http://localhost:${port})\n`);
+  const origin = `http://localhost:${port}`;
+  process.stdout.write(`svc example: ${origin}/login  (/api goes to ${api}; start svc with SVC_SERVER_BASE_URL=${origin} SVC_FRONTEND_URLS=${origin})\n`);
 });

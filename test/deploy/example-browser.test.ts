@@ -120,7 +120,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
   const totpFor = (uri: string) => new TOTP({ secret: Secret.fromBase32(new URL(uri).searchParams.get('secret')!) });
 
   // One person's journey, test by test (each builds on the one before).
-  const person = { email: 'sam@example.com', password: 'a long sign-up password', totpUri: '', signedInAt: 0 };
+  const person = { email: 'sam.longname.middlename.lastname.department@subdivision.example.com' /* long: it must wrap on a phone */, password: 'a long sign-up password', totpUri: '', signedInAt: 0 };
   let page: Page;
   let context: BrowserContext;
   let cdp: CDPSession;

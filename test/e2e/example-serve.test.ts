@@ -1,39 +1,43 @@
 // `npm run example` (examples/login/serve.ts): the example's own small server, started as
 // docs/frontend-kit.md starts it. The flows themselves run in Chromium in the deployment suite
 // (test/deploy/example-browser.test.ts); here, the server: the app for every page path, config.js
-// naming the API, and a path that does not decode refused without taking the server down.
+// naming the API, `/api/...` forwarded to svc as it came, and a path that does not decode refused
+// without taking the server down.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import http from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, PROJECT_DIR } from '../support/spawn.ts';
 
-let child: ChildProcess | undefined;
-afterAll(() => void child?.kill('SIGKILL'));
+const children: ChildProcess[] = [];
+afterAll(() => children.forEach((child) => child.kill('SIGKILL')));
 
-/** Starts `tsx examples/login/serve.ts` (what `npm run example` runs); resolves once it listens. */
+/** Starts examples/login/serve.ts under tsx (what `npm run example` runs); resolves once it listens. */
 async function serveExample(port: number, api: string): Promise<string> {
-  child = spawn(path.join(PROJECT_DIR, 'node_modules/.bin/tsx'), ['examples/login/serve.ts'], {
+  // tsx as a loader in this one process: its CLI would start a second one, left running by a kill.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'examples/login/serve.ts'], {
     cwd: PROJECT_DIR,
     env: { ...process.env, EXAMPLE_PORT: String(port), SVC_API: api },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.push(child);
   let out = '';
   child.stderr!.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => {
-    child!.stdout!.on('data', (d) => {
+    child.stdout!.on('data', (d) => {
       out += d;
       if (out.includes('svc example:')) resolve(out);
     });
-    child!.once('exit', (code) => reject(new Error(`npm run example exited ${code}:\n${out}`)));
+    child.once('exit', (code) => reject(new Error(`npm run example exited ${code}:\n${out}`)));
   });
 }
 
 describe('npm run example: the example login UI on its own origin', () => {
   it('serves the app on every page path and config.js with the API; a path that does not decode is a 400, and it goes on', async () => {
     const port = await freePort();
-    const banner = await serveExample(port, 'http://localhost:3999/');
-    expect(banner).toContain(`svc example: http://localhost:${port}/login  (API: http://localhost:3999/api; svc needs SVC_FRONTEND_URLS=http://localhost:${port})`);
+    const down = await freePort();
+    const banner = await serveExample(port, `http://localhost:${down}/`);
+    expect(banner).toContain(`svc example: http://localhost:${port}/login  (/api goes to http://localhost:${down}; start svc with SVC_SERVER_BASE_URL=http://localhost:${port} SVC_FRONTEND_URLS=http://localhost:${port})`);
     const base = `http://127.0.0.1:${port}`;
 
     const loginPage = await fetch(`${base}/login`);
@@ -42,7 +46,7 @@ describe('npm run example: the example login UI on its own origin', () => {
     const html = await loginPage.text();
     expect(html).toContain('app.js');
     expect(await (await fetch(`${base}/reset-password?token=abc`)).text()).toBe(html);
-    expect(await (await fetch(`${base}/config.js`)).text()).toContain('"http://localhost:3999/api"');
+    expect(await (await fetch(`${base}/config.js`)).text()).toContain('"/api"');
     expect((await fetch(`${base}/app.js`)).headers.get('content-type')).toBe('text/javascript');
 
     const bad = await fetch(`${base}/%E0%A4%A`);
@@ -51,5 +55,37 @@ describe('npm run example: the example login UI on its own origin', () => {
     // Outside its folder: the app, never the file.
     expect(await (await fetch(`${base}/..%2f..%2fpackage.json`)).text()).toBe(html);
     expect((await fetch(`${base}/login`)).status, 'still serving').toBe(200);
+
+    // svc not running: the app's JSON error, naming where it looked.
+    const gone = await fetch(`${base}/api/auth/session`);
+    expect(gone.status).toBe(502);
+    expect(((await gone.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'bad_gateway', message: expect.stringContaining(`SVC_API=http://localhost:${down}`) });
+  });
+
+  it('forwards /api/... to svc as it came (method, path, headers, body) and the answer back (status, headers, body)', async () => {
+    const seen: { method?: string; url?: string; headers?: http.IncomingHttpHeaders; body?: string }[] = [];
+    const svc = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        seen.push({ method: req.method, url: req.url, headers: req.headers, body });
+        res.writeHead(201, [['Set-Cookie', 'a=1; HttpOnly'], ['Set-Cookie', 'b=2'], ['Location', '/account']].flat()).end('{"ok":true}');
+      });
+    });
+    await new Promise<void>((resolve) => svc.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = await freePort();
+      await serveExample(port, `http://127.0.0.1:${(svc.address() as { port: number }).port}`);
+      const res = await fetch(`http://localhost:${port}/api/auth/login?x=1`, { method: 'POST', headers: { 'content-type': 'application/json', origin: `http://localhost:${port}`, cookie: 'sid_app=abc' }, body: '{"email":"a@b.c"}', redirect: 'manual' });
+      expect(res.status).toBe(201);
+      expect(res.headers.getSetCookie()).toEqual(['a=1; HttpOnly', 'b=2']);
+      expect(res.headers.get('location')).toBe('/account');
+      expect(await res.text()).toBe('{"ok":true}');
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toMatchObject({ method: 'POST', url: '/api/auth/login?x=1', body: '{"email":"a@b.c"}' });
+      expect(seen[0]!.headers).toMatchObject({ host: `localhost:${port}`, origin: `http://localhost:${port}`, cookie: 'sid_app=abc', 'x-forwarded-host': `localhost:${port}`, 'x-forwarded-proto': 'http' });
+    } finally {
+      svc.close();
+    }
   });
 });

@@ -98,6 +98,7 @@ function secondStep(): void {
       field('Code', { name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}' }),
       h('details', {}, h('summary', {}, 'Lost your device? Use a recovery code'), field('Recovery code', { name: 'recoveryCode', autocomplete: 'off' })),
     ),
+    link('/login', 'Back to sign in'),
   );
 }
 
@@ -167,11 +168,13 @@ function offerConfirmationAgain(email: string): void {
 async function magicLinkPage(): Promise<void> {
   const token = params.get('token');
   if (token) {
+    history.replaceState(null, '', location.pathname); // the token leaves the address bar (and the history)
     page('Signing you in…');
     say('Checking your sign-in link…');
     try {
       afterLogin(await svc.verifyMagicLink(token));
     } catch (e) {
+      clearMessages();
       page('Sign-in link', h('p', {}, 'This link cannot be used: it was used already, has expired, or was opened in another browser than the one that asked for it.'), link('/login/link', 'Ask for a new link'));
       showError(e);
     }
@@ -366,14 +369,16 @@ function totpSection(session: Session): HTMLElement {
         {
           label: 'Turn two-step verification off',
           submit: 'Turn off',
-          action: async ({ password = '' }) => {
-            await fresh(() => svc.totpDisable({ password }));
+          // A code works for every account, also one without a password (made by an OAuth login).
+          action: async ({ password = '', code = '' }) => {
+            await fresh(() => svc.totpDisable(code.trim() ? { code: code.trim() } : { password }));
             say('Two-step verification is off.');
             await accountPage();
           },
         },
         usernameOf(session),
-        field('Password', { name: 'password', type: 'password', autocomplete: 'current-password', required: true }),
+        field('Password', { name: 'password', type: 'password', autocomplete: 'current-password' }),
+        field('Or a code from your authenticator app', { name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}' }),
       ),
     );
     return section;

@@ -32,35 +32,34 @@ export function field(label: string, input: Attrs & { name: string }, hint?: str
 }
 
 /**
- * A form whose submit runs `action` with its fields, with the button disabled meanwhile; an error
- * is announced (and the form stays as it was).
+ * Runs `work` with `button` busy: marked aria-disabled and ignoring presses meanwhile, but keeping the
+ * focus (a disabled button drops it to <body>, and a keyboard user starts over); errors are announced.
  */
+function whileBusy(button: HTMLButtonElement, work: () => Promise<void>): void {
+  if (button.getAttribute('aria-disabled') === 'true') return;
+  button.setAttribute('aria-disabled', 'true');
+  clearMessages();
+  work()
+    .catch((e: unknown) => showError(e))
+    .finally(() => button.removeAttribute('aria-disabled'));
+}
+
+/** A form whose submit runs `action` with its fields, the button busy meanwhile; an error is announced (and the form stays as it was). */
 export function form(attrs: { label: string; submit: string; action: (data: Record<string, string>, form: HTMLFormElement) => Promise<void> }, ...fields: Child[]): HTMLFormElement {
   const button = h('button', { type: 'submit' }, attrs.submit);
   const el = h('form', { 'aria-label': attrs.label, novalidate: true }, ...fields, h('div', { class: 'actions' }, button));
   el.addEventListener('submit', (event) => {
     event.preventDefault();
     const data = Object.fromEntries([...new FormData(el)].map(([k, v]) => [k, String(v)]));
-    button.disabled = true;
-    clearMessages();
-    attrs
-      .action(data, el)
-      .catch((e: unknown) => showError(e))
-      .finally(() => (button.disabled = false));
+    whileBusy(button, () => attrs.action(data, el));
   });
   return el;
 }
 
-/** A button that runs `action`, disabled meanwhile; errors are announced. */
+/** A button that runs `action`, busy meanwhile; errors are announced. */
 export function actionButton(label: string, action: () => Promise<void>, attrs: Attrs = {}): HTMLButtonElement {
   const button = h('button', { type: 'button', ...attrs }, label);
-  button.addEventListener('click', () => {
-    button.disabled = true;
-    clearMessages();
-    action()
-      .catch((e: unknown) => showError(e))
-      .finally(() => (button.disabled = false));
-  });
+  button.addEventListener('click', () => whileBusy(button, action));
   return button;
 }
 
@@ -70,6 +69,11 @@ const statusRegion = () => document.getElementById('status')!;
 export function clearMessages(): void {
   errorRegion().textContent = '';
   statusRegion().textContent = '';
+  for (const input of document.querySelectorAll('[aria-invalid]')) {
+    input.removeAttribute('aria-invalid');
+    input.setAttribute('aria-describedby', (input.getAttribute('aria-describedby') ?? '').replace(/\s*\berror\b/, '').trim());
+    if (!input.getAttribute('aria-describedby')) input.removeAttribute('aria-describedby');
+  }
 }
 
 /** Announces progress or a result (role="status"). */
@@ -84,7 +88,7 @@ export function say(text: string): void {
 const FOR_A_PERSON: Record<string, string> = {
   email_not_verified: 'Confirm your email address first: follow the link in the mail we sent you.',
   reauthentication_required: 'Confirm it is you first: this change needs a recent sign-in.',
-  network_error: 'The service cannot be reached. Check your connection and try again.',
+  network_error: 'The service cannot be reached. Check your connection and try again (developers: is svc running, and is this origin in its SVC_FRONTEND_URLS?).',
   unexpected_response: 'The service answered something unexpected. Try again later.',
 };
 
@@ -97,13 +101,33 @@ export function describeError(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/**
+ * The fields of this page that `validation_failed` details name (by their first path segment, the
+ * input's name), each marked aria-invalid and described by the error; the message in the words of
+ * their labels ("New password: must be at least 8 characters", not "newPassword: ...").
+ */
+function markInvalidFields(details: { path: string; message: string }[]): string {
+  const lines: string[] = [];
+  for (const { path, message } of details) {
+    const input = document.querySelector<HTMLInputElement>(`main input[name="${CSS.escape(path.split('.')[0]!)}"]`);
+    const label = input?.labels?.[0]?.textContent;
+    if (input) {
+      input.setAttribute('aria-invalid', 'true');
+      input.setAttribute('aria-describedby', `${input.getAttribute('aria-describedby') ?? ''} error`.trim());
+    }
+    lines.push(label ? `${label}: ${message}` : `${path}: ${message}`);
+  }
+  return lines.join(' ');
+}
+
 /** Announces an error (role="alert"); `e` is an SvcError or anything thrown. */
 export function showError(e: unknown): void {
   if (e && typeof e === 'object' && 'name' in e && (e as Error).name === 'NotAllowedError') {
     errorRegion().textContent = 'The passkey prompt was closed or timed out.';
-  } else {
-    errorRegion().textContent = describeError(e);
+    return;
   }
+  const details = e && typeof e === 'object' && 'code' in e && (e as { code: string }).code === 'validation_failed' ? (e as { details?: { path: string; message: string }[] }).details : undefined;
+  errorRegion().textContent = details?.length ? markInvalidFields(details) : describeError(e);
 }
 
 /** Replaces the page: a heading (focused, so screen readers start there) and the content. */

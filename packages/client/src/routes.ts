@@ -1,5 +1,5 @@
 // The routes the client calls (docs/api.md: sessions, OAuth, account and MFA, passkeys, sign-up and recovery) and the JSON each takes and gives.
-// One table, so a test can hold it against the service's /openapi.json (routes.test.ts): a route the
+// One table, so a test can hold it against the service's /openapi.json (test/e2e/client.test.ts): a route the
 // service adds, renames or reshapes and the client misses fails `npm test`.
 
 import type {

@@ -1,6 +1,6 @@
 import { getRequestListener } from '@hono/node-server';
 import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Server as NetServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createApp } from './app.ts';
@@ -205,13 +205,21 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
       log.info('shutting down: finishing in-flight requests');
       let realtimeClosed: Promise<void> | undefined;
       await new Promise<void>((resolve) => {
-        http.close(() => resolve());
+        // Stops listening and keeps the open connections: busy ones close after their answer (it says
+        // `Connection: close`). http.Server's own close (Node 19+) also closes every idle keep-alive
+        // one at once, which races a reverse proxy that has just sent a request on it: the request
+        // meets a reset, and nginx does not retry a POST (502; 1-2 per restart under load). So behind
+        // a proxy (`server.trustProxy`), idle connections are left to end as they always do: the proxy
+        // closes them first (deploy/nginx.conf: keepalive_timeout 4s, below svc's 5 s keepAliveTimeout),
+        // or svc at 5 s. Without one, they close at once: a browser repeats a request whose reused
+        // connection reset before any answer.
+        NetServer.prototype.close.call(http, () => resolve());
         // Right after refusing new connections: socket.io's connections (upgraded ones are not the
         // HTTP server's to close) end now, and their clients reconnect to another instance.
         realtimeClosed = instance.realtime.close();
-        // Idle keep-alive sockets would hold close() open; busy ones close after their response.
-        http.closeIdleConnections();
-        const idle = setInterval(() => http.closeIdleConnections(), 100);
+        const closeIdle = () => http.closeIdleConnections();
+        const idle = config.server.trustProxy > 0 ? undefined : setInterval(closeIdle, 100);
+        if (idle) closeIdle();
         const hard = setTimeout(() => http.closeAllConnections(), 10_000);
         http.once('close', () => {
           clearInterval(idle);

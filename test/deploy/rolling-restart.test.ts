@@ -1,0 +1,78 @@
+// A rolling restart behind deploy/nginx.conf: while POSTs stream through nginx, each instance in turn
+// gets SIGTERM and is started again. nginx keeps idle connections to svc (keepalive 16) and does not
+// retry a POST whose connection reset; svc used to close its idle connections at once on SIGTERM, so a
+// POST nginx had just sent on one met a reset: 502 (1-2 per restart, an operator's audit). Behind a
+// proxy (`server.trustProxy`), svc now leaves idle connections to end as they always do (nginx first).
+
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReadySvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
+import { missingPrograms, nginxSite, pickPort, startNginx, FRONTEND_DIR, type Nginx } from './support/deployment.ts';
+
+const noNginx = missingPrograms().some((p) => p.startsWith('nginx'));
+if (noNginx && process.env.CI === 'true') throw new Error('CI=true but nginx (nginx-light) is missing');
+
+describe.skipIf(noNginx)('a rolling restart behind nginx', () => {
+  const instances: SvcProcess[] = [];
+  let nginx: Nginx;
+  let app: string;
+  let appRoot: string;
+  const ports: number[] = [];
+
+  beforeAll(async () => {
+    appRoot = tempDir('svc-rolling-');
+    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ server: { trustProxy: 1 } }));
+    ports.push(await pickPort(), await pickPort());
+    // Each its own embedded store and database: POST /auth/logout without a cookie needs neither shared.
+    for (const port of ports) instances.push(await startReadySvc({ appRoot, port }));
+    const [appPort, otherPort, deadPort] = await Promise.all([pickPort(), pickPort(), pickPort()]);
+    const site = nginxSite({
+      '127.0.0.1:3001': `127.0.0.1:${ports[0]}`,
+      '127.0.0.1:3002': `127.0.0.1:${ports[1]}`,
+      '127.0.0.1:3101': `127.0.0.1:${deadPort}`,
+      'listen 8080;': `listen 127.0.0.1:${appPort};`,
+      'listen 8081;': `listen 127.0.0.1:${otherPort};`,
+      '/srv/svc/app;': `${FRONTEND_DIR};`,
+      '/srv/svc/workbench;': `${FRONTEND_DIR};`,
+    });
+    app = `http://127.0.0.1:${appPort}`;
+    nginx = await startNginx(site, [`${app}/config.js`]);
+  });
+  afterAll(async () => {
+    await nginx?.stop();
+    await stopAll();
+  });
+
+  it('2 restarts, one instance after the other, under 8 streams of POSTs: every POST answered by svc (204), none 502', async () => {
+    const statuses: Record<number, number> = {};
+    let streaming = true;
+    const stream = async () => {
+      while (streaming) {
+        const res = await fetch(`${app}/api/auth/logout`, { method: 'POST' });
+        await res.arrayBuffer();
+        statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+      }
+    };
+    const streams = Array.from({ length: 8 }, stream);
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    // Warm: nginx has opened the connections the streams need. A connection that completes its
+    // handshake in the very moment svc stops listening sits in the kernel's accept queue and is reset
+    // with the listener; nginx then does not retry the POST either (not svc's to prevent: docs/operations.md
+    // says to take an instance out of the upstream first where even that must not happen).
+    await pause(2000);
+    for (const i of [0, 1]) {
+      expect(await instances[i]!.stop()).toBe(0);
+      await pause(300); // the other instance alone
+      instances[i] = await startReadySvc({ appRoot, port: ports[i] });
+      // As an operator's rolling restart does: the next instance only once nginx sends to this one
+      // again (it skips a server for fail_timeout, 10 s by default, after a refused connection), and
+      // its connections to it are open again.
+      await pause(12_000);
+    }
+    streaming = false;
+    await Promise.all(streams);
+    expect(statuses[204], JSON.stringify(statuses)).toBeGreaterThan(100);
+    expect(statuses, `answers by status; nginx: ${nginx.errors().split('\n').slice(0, 12).join('\n')}`).toEqual({ 204: statuses[204] });
+  });
+});

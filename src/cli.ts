@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import * as v from 'valibot';
 import { hasCharacters, MIN_PASSWORD_LENGTH } from './auth/passwords.ts';
@@ -85,17 +86,33 @@ async function createUser(args: string[]): Promise<number> {
   }
 }
 
+/** `svc doctor [--with <other app root>]`: a typo or a folder that is not there is refused (exit 2), never skipped. */
+async function runDoctor(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { with: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (values.with !== undefined && !statSync(values.with, { throwIfNoEntry: false })?.isDirectory()) {
+    process.stderr.write(`--with ${values.with}: no such folder (the app root of the other app)\n`);
+    return 2;
+  }
+  return doctor(values.with);
+}
+
 /** `svc <command>`: returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [group, command, ...rest] = argv;
   try {
     loadDotEnv(); // the same environment as the service's
     if (group === 'user' && command === 'create') return await createUser(rest);
-    if (group === 'doctor') return await doctor(argv.slice(1));
+    if (group === 'doctor') return await runDoctor(argv.slice(1));
     process.stderr.write(`${USAGE}\n`);
     return group === undefined || group === '--help' ? 0 : 2;
   } catch (err) {
-    process.stderr.write(`svc: ${(err as Error).message}\n`);
-    return 1;
+    // parseArgs' refusals (an unknown option, a missing value) are usage errors.
+    const usage = (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS');
+    process.stderr.write(`svc: ${(err as Error).message}\n${usage ? `${USAGE}\n` : ''}`);
+    return usage ? 2 : 1;
   }
 }

@@ -225,10 +225,8 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
 
 const MARK: Record<Verdict, string> = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' };
 
-/** Prints one line per check (with its fix) and returns the exit code. */
-export async function doctor(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const withIndex = args.indexOf('--with');
-  const other = withIndex >= 0 ? args[withIndex + 1] : undefined;
+/** Prints one line per check (with its fix) and returns the exit code; `other`: the app root of `--with`. */
+export async function doctor(other?: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const checks = await runChecks(env, other ? path.resolve(other) : undefined);
   for (const c of checks) process.stdout.write(`${MARK[c.verdict]} ${c.name}: ${c.detail}${c.fix ? `\n       fix: ${c.fix}` : ''}\n`);
   const failed = checks.filter((c) => c.verdict === 'fail').length;

@@ -149,6 +149,32 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
   });
 });
 
+// Arguments: a typo or a missing folder used to run the checks anyway, skipping --with's (exit 0).
+describe('svc doctor: its arguments', () => {
+  const run = (args: string[]) => {
+    const r = spawnSync(process.execPath, [path.join(PROJECT_DIR, 'bin/svc.js'), 'doctor', ...args], { cwd: PROJECT_DIR, env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_APP_PATH: app({}) }, encoding: 'utf8', timeout: 60_000 });
+    return { code: r.status, out: r.stdout, err: r.stderr };
+  };
+
+  it('--help prints the usage (exit 0) and checks nothing', () => {
+    const { code, out } = run(['--help']);
+    expect(code).toBe(0);
+    expect(out).toContain('svc doctor [--with <other app root>]');
+    expect(out).not.toMatch(/^(ok|WARN|FAIL) /m);
+  });
+
+  it.each([
+    [['--wiht', '/x'], "Unknown option '--wiht'"],
+    [['--with'], "Option '--with <value>' argument missing"],
+    [['--with', '/nonexistent/app-root'], '--with /nonexistent/app-root: no such folder'],
+  ])('%j: refused with exit 2, naming the problem, no checks run', (args, message) => {
+    const { code, out, err } = run(args);
+    expect(code).toBe(2);
+    expect(err).toContain(message);
+    expect(out).toBe('');
+  });
+});
+
 describe.skipIf(!redisServerAvailable)('svc doctor: Redis, opened as start-up opens it', () => {
   it('a Redis with a password: ok with SVC_STORE_PASSWORD; without it, FAIL with the server\'s own reason', async () => {
     const redis = await startPrivateRedis(await freePort());

@@ -170,11 +170,14 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   };
   // The app behind `GET /auth/session`'s lane (routes/auth/session.ts), which answers the plainest
   // form of that request itself.
-  const http = createServer(serverOptions, requireHost(sessionLane(instance, getRequestListener(app.fetch, { hostname: config.env.host, errorHandler: unusableRequest }))));
+  const errorHandler = unusableRequest((err) => log.error({ err }, 'a request failed outside the app'));
+  const http = createServer(serverOptions, sessionLane(instance, getRequestListener(app.fetch, { hostname: config.env.host, errorHandler })));
   answerClientErrors(http);
   try {
     // socket.io on the same server, ready before the first connection arrives.
     await instance.realtime.attach(http);
+    // In front of every listener, socket.io's (it takes its paths before svc's) included.
+    requireHost(http);
     await new Promise<void>((resolve, reject) => {
       // "getaddrinfo ENOTFOUND 999.1.1.1" / "listen EADDRINUSE ..." alone do not say which setting to fix.
       const refused = (err: Error) => reject(new Error(`cannot listen on HOST=${config.env.host} PORT=${config.env.port}: ${err.message}`, { cause: err }));
@@ -224,6 +227,10 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
         http.once('close', () => {
           clearInterval(idle);
           clearTimeout(hard);
+          // What http.Server#close would have stopped too: Node's check of slow requests (an unref'd
+          // timer, but it holds the server and the app in a process that goes on, as tests do).
+          const checking = Object.getOwnPropertySymbols(http).find((s) => s.description === 'http.server.connectionsCheckingInterval');
+          if (checking) clearInterval((http as unknown as Record<symbol, NodeJS.Timeout>)[checking]);
         });
       });
       await realtimeClosed;

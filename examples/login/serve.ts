@@ -9,6 +9,7 @@
 
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
 import { buildExample, configScript } from './build.ts';
 
@@ -26,15 +27,26 @@ function pathOf(url = '/'): string | null {
   }
 }
 
+/** Headers of one connection, never forwarded (RFC 9110, 7.6.1), as nginx drops them. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
+/** An answer's raw headers (name, value, name, value...) without those of one connection. */
+function endToEnd(raw: string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) kept.push(raw[i]!, raw[i + 1]!);
+  return kept;
+}
+
 /**
- * `/api/...` to svc and its answer back, unchanged but for the forwarding headers nginx sets
- * (deploy/nginx.conf); svc unreachable: a JSON 502 naming SVC_API, as the app shows errors.
+ * `/api/...` to svc and its answer back, unchanged but for the headers of one connection and the
+ * forwarding headers nginx sets (deploy/nginx.conf); svc unreachable: a JSON 502 naming SVC_API, as
+ * the app shows errors. A client that leaves ends the request to svc (a long poll, say).
  */
 function forward(req: http.IncomingMessage, res: http.ServerResponse): void {
   const target = new URL(req.url!, api);
-  const headers = { ...req.headers, 'x-forwarded-host': req.headers.host ?? '', 'x-forwarded-proto': 'http' };
-  const upstream = http.request(target, { method: req.method, headers }, (answer) => {
-    res.writeHead(answer.statusCode!, answer.rawHeaders);
+  const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !HOP_BY_HOP.has(name)));
+  Object.assign(headers, { 'x-forwarded-host': req.headers.host ?? '', 'x-forwarded-proto': 'http' });
+  const upstream = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers }, (answer) => {
+    res.writeHead(answer.statusCode!, endToEnd(answer.rawHeaders));
     answer.pipe(res);
   });
   upstream.on('error', (err) => {
@@ -42,6 +54,7 @@ function forward(req: http.IncomingMessage, res: http.ServerResponse): void {
     const message = `svc at SVC_API=${api} cannot be reached (${err.message}): is it running?`;
     res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'bad_gateway', message } }));
   });
+  res.on('close', () => upstream.destroy());
   req.pipe(upstream);
 }
 

@@ -30,27 +30,37 @@ function clientErrorAnswer(errorCode: string | undefined): string {
 
 /**
  * An HTTP/1.1 request without `Host` (RFC 9112: answered 400). Node's own check (`requireHostHeader`,
- * turned off in server.ts) answers with an empty body; this one answers in JSON and closes.
+ * turned off in server.ts) answers with an empty body; this one answers in JSON and closes. Put in
+ * front of every 'request' listener of `server` (socket.io's, which takes its own paths, included).
  */
-export function requireHost(next: (req: IncomingMessage, res: ServerResponse) => void) {
-  return (req: IncomingMessage, res: ServerResponse): void => {
-    if (req.headers.host !== undefined || req.httpVersion !== '1.1') return next(req, res);
+export function requireHost(server: Server): void {
+  const listeners = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (req.headers.host !== undefined || req.httpVersion !== '1.1') {
+      for (const listener of listeners) listener.call(server, req, res);
+      return;
+    }
     const [status, code] = MALFORMED;
     const body = JSON.stringify({ error: { code, message: 'The request has no Host header' } });
     res.writeHead(status, { 'Content-Type': 'application/json; charset=UTF-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
     res.end(body);
-  };
+  });
 }
 
 /**
- * For @hono/node-server's `errorHandler`: a request it cannot turn into a URL (`GET *`, a backslash in
- * the path, a Host that is no host name) is answered 400 in JSON instead of with an empty body; an
- * error it meets after the app answered (none is expected: the app's error handler answers every
- * error) is a JSON 500.
+ * @hono/node-server's `errorHandler`: a request it cannot turn into a URL (`GET *`, a backslash in the
+ * path, a Host that is no host name) is answered 400 in JSON instead of with an empty body. Any other
+ * error is one the app did not answer (its fetch threw or rejected; the app's error handler answers
+ * everything it sees): logged, then a JSON 500.
  */
-export function unusableRequest(err: unknown): Response {
-  const [status, code, message] = err instanceof RequestError ? MALFORMED : [500, 'internal_error', 'Internal server error'];
-  return new Response(JSON.stringify({ error: { code, message } }), { status, headers: { 'Content-Type': 'application/json; charset=UTF-8' } });
+export function unusableRequest(logFailure: (err: unknown) => void) {
+  return (err: unknown): Response => {
+    const request = err instanceof RequestError;
+    if (!request) logFailure(err);
+    const [status, code, message] = request ? MALFORMED : [500, 'internal_error', 'Internal server error'];
+    return new Response(JSON.stringify({ error: { code, message } }), { status, headers: { 'Content-Type': 'application/json; charset=UTF-8' } });
+  };
 }
 
 /** How long an answer to an earlier request on the connection may take before the refused one closes it. */

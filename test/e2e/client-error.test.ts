@@ -47,6 +47,8 @@ describe('requests the HTTP parser refuses (the real process)', () => {
     ['a backslash in the path', 'GET /a\\b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 'The request is not valid HTTP'],
     ['a Host that is no host name', 'GET /health HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n', 'The request is not valid HTTP'],
     ['no Host header in HTTP/1.1', 'GET /health HTTP/1.1\r\nConnection: close\r\n\r\n', 'The request has no Host header'],
+    ['no Host header in HTTP/1.1, to socket.io (its own listener)', 'GET /socket.io/?EIO=4&transport=polling HTTP/1.1\r\nConnection: close\r\n\r\n', 'The request has no Host header'],
+    ['no Host header in HTTP/1.1, to socket.io under /api', 'GET /api/socket.io/?EIO=4&transport=polling HTTP/1.1\r\nConnection: close\r\n\r\n', 'The request has no Host header'],
   ])('%s: 400 bad_request as JSON', async (_what, bytes, message) => {
     const answer = lastAnswer(await raw(port, bytes));
     expect(answer).toMatchObject({ status: 400, type: 'application/json; charset=UTF-8' });

@@ -69,14 +69,14 @@ describe('npm run example: the example login UI on its own origin', () => {
       req.on('data', (d) => (body += d));
       req.on('end', () => {
         seen.push({ method: req.method, url: req.url, headers: req.headers, body });
-        res.writeHead(201, [['Set-Cookie', 'a=1; HttpOnly'], ['Set-Cookie', 'b=2'], ['Location', '/account']].flat()).end('{"ok":true}');
+        res.writeHead(201, [['Set-Cookie', 'a=1; HttpOnly'], ['Set-Cookie', 'b=2'], ['Location', '/account'], ['Connection', 'keep-alive'], ['Keep-Alive', 'timeout=99']].flat()).end('{"ok":true}');
       });
     });
     await new Promise<void>((resolve) => svc.listen(0, '127.0.0.1', resolve));
     try {
       const port = await freePort();
       await serveExample(port, `http://127.0.0.1:${(svc.address() as { port: number }).port}`);
-      const res = await fetch(`http://localhost:${port}/api/auth/login?x=1`, { method: 'POST', headers: { 'content-type': 'application/json', origin: `http://localhost:${port}`, cookie: 'sid_app=abc' }, body: '{"email":"a@b.c"}', redirect: 'manual' });
+      const res = await fetch(`http://localhost:${port}/api/auth/login?x=1`, { method: 'POST', headers: { 'content-type': 'application/json', origin: `http://localhost:${port}`, cookie: 'sid_app=abc', 'proxy-connection': 'keep-alive', trailer: 'x-sum' }, body: '{"email":"a@b.c"}', redirect: 'manual' });
       expect(res.status).toBe(201);
       expect(res.headers.getSetCookie()).toEqual(['a=1; HttpOnly', 'b=2']);
       expect(res.headers.get('location')).toBe('/account');
@@ -84,6 +84,10 @@ describe('npm run example: the example login UI on its own origin', () => {
       expect(seen).toHaveLength(1);
       expect(seen[0]).toMatchObject({ method: 'POST', url: '/api/auth/login?x=1', body: '{"email":"a@b.c"}' });
       expect(seen[0]!.headers).toMatchObject({ host: `localhost:${port}`, origin: `http://localhost:${port}`, cookie: 'sid_app=abc', 'x-forwarded-host': `localhost:${port}`, 'x-forwarded-proto': 'http' });
+      // The headers of one connection stay on it, both ways.
+      expect(seen[0]!.headers!['proxy-connection']).toBeUndefined();
+      expect(seen[0]!.headers!.trailer).toBeUndefined();
+      expect(res.headers.get('keep-alive')).not.toBe('timeout=99');
     } finally {
       svc.close();
     }

@@ -135,6 +135,11 @@ describe.skipIf(!redisServerAvailable)('Redis outage', () => {
       expect(probed.status, `${path}: ${JSON.stringify(probed)}`).toBe(503);
       expect(probed.body).toEqual({ status: 'down', store: 'down', db: 'ok' });
     }
+    // Only there: every other route the cookie reaches says the store is unavailable (`?x=1` passes
+    // the session lane, so the app's session hook looks the cookie up), never answers as anonymous.
+    for (const path of ['/auth/session?x=1', '/health/', '/svc__todo/all', '/auth/users']) {
+      expectUnavailable(await timed(`${svc.url}${path}`, { headers: { cookie: before.cookie! } }));
+    }
 
     // A real outage lasts a while: the process stays up and keeps answering 503 quickly.
     await sleep(Math.max(0, 2000 - (performance.now() - killedAt)));

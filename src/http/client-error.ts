@@ -18,10 +18,13 @@ const MALFORMED: [number, string, string] = [400, 'bad_request', 'The request is
 /** Every status and code these answers use (the docs' error table lists them). */
 export const PARSER_ERROR_CODES: [status: number, code: string][] = [...Object.values(ANSWERS), MALFORMED].map(([status, code]) => [status, code]);
 
+/** CONTRACT section 2's error body. */
+const errorJson = (code: string, message: string) => JSON.stringify({ error: { code, message } });
+
 /** The raw HTTP/1.1 answer for a parser error code. */
 function clientErrorAnswer(errorCode: string | undefined): string {
   const [status, code, message] = ANSWERS[errorCode ?? ''] ?? MALFORMED;
-  const body = JSON.stringify({ error: { code, message } });
+  const body = errorJson(code, message);
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=UTF-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
@@ -42,7 +45,7 @@ export function requireHost(server: Server): void {
       return;
     }
     const [status, code] = MALFORMED;
-    const body = JSON.stringify({ error: { code, message: 'The request has no Host header' } });
+    const body = errorJson(code, 'The request has no Host header');
     res.writeHead(status, { 'Content-Type': 'application/json; charset=UTF-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
     res.end(body);
   });
@@ -59,7 +62,7 @@ export function unusableRequest(logFailure: (err: unknown) => void) {
     const request = err instanceof RequestError;
     if (!request) logFailure(err);
     const [status, code, message] = request ? MALFORMED : [500, 'internal_error', 'Internal server error'];
-    return new Response(JSON.stringify({ error: { code, message } }), { status, headers: { 'Content-Type': 'application/json; charset=UTF-8' } });
+    return new Response(errorJson(code, message), { status, headers: { 'Content-Type': 'application/json; charset=UTF-8' } });
   };
 }
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readDoc } from '../support/docs.ts';
 import { PROJECT_DIR, startReadySvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
-import { missingPrograms, nginxSite, pickPort, startNginx, FRONTEND_DIR, NGINX_BIN, type Nginx } from './support/deployment.ts';
+import { deploySite, missingPrograms, pickPort, startNginx, NGINX_BIN, type Nginx } from './support/deployment.ts';
 
 const noNginx = missingPrograms().some((p) => p.startsWith('nginx'));
 if (noNginx && process.env.CI === 'true') throw new Error('CI=true but nginx (nginx-light) is missing');
@@ -23,15 +23,8 @@ describe.skipIf(noNginx)('nginx in front of svc: errors are JSON', () => {
   beforeAll(async () => {
     svc = await startReadySvc();
     const [appPort, otherPort, deadPort] = await Promise.all([pickPort(), pickPort(), pickPort()]);
-    const site = nginxSite({
-      '127.0.0.1:3001': `127.0.0.1:${svc.port}`,
-      '127.0.0.1:3002': `127.0.0.1:${svc.port}`,
-      '127.0.0.1:3101': `127.0.0.1:${deadPort}`, // the workbench's svc is not running
-      'listen 8080;': `listen 127.0.0.1:${appPort};`,
-      'listen 8081;': `listen 127.0.0.1:${otherPort};`,
-      '/srv/svc/app;': `${FRONTEND_DIR};`,
-      '/srv/svc/workbench;': `${FRONTEND_DIR};`,
-    });
+    // Both of the app's upstreams are the one svc; the workbench's svc is not running.
+    const site = deploySite({ app: [svc.port, svc.port], workbench: deadPort, appPort, workbenchPort: otherPort });
     app = `http://127.0.0.1:${appPort}`;
     unreachable = `http://127.0.0.1:${otherPort}`;
     nginx = await startNginx(site, [`${app}/config.js`, `${unreachable}/config.js`]);

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReadySvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
-import { missingPrograms, nginxSite, pickPort, startNginx, FRONTEND_DIR, type Nginx } from './support/deployment.ts';
+import { deploySite, missingPrograms, pickPort, startNginx, type Nginx } from './support/deployment.ts';
 
 const noNginx = missingPrograms().some((p) => p.startsWith('nginx'));
 if (noNginx && process.env.CI === 'true') throw new Error('CI=true but nginx (nginx-light) is missing');
@@ -27,15 +27,7 @@ describe.skipIf(noNginx)('a rolling restart behind nginx', () => {
     // Each its own embedded store and database: POST /auth/logout without a cookie needs neither shared.
     for (const port of ports) instances.push(await startReadySvc({ appRoot, port }));
     const [appPort, otherPort, deadPort] = await Promise.all([pickPort(), pickPort(), pickPort()]);
-    const site = nginxSite({
-      '127.0.0.1:3001': `127.0.0.1:${ports[0]}`,
-      '127.0.0.1:3002': `127.0.0.1:${ports[1]}`,
-      '127.0.0.1:3101': `127.0.0.1:${deadPort}`,
-      'listen 8080;': `listen 127.0.0.1:${appPort};`,
-      'listen 8081;': `listen 127.0.0.1:${otherPort};`,
-      '/srv/svc/app;': `${FRONTEND_DIR};`,
-      '/srv/svc/workbench;': `${FRONTEND_DIR};`,
-    });
+    const site = deploySite({ app: [ports[0]!, ports[1]!], workbench: deadPort, appPort, workbenchPort: otherPort });
     app = `http://127.0.0.1:${appPort}`;
     nginx = await startNginx(site, [`${app}/config.js`]);
   });

@@ -108,13 +108,29 @@ export function missingPrograms(): string[] {
  * deploy/nginx.conf with the operator's example values replaced by ours (every occurrence). A value
  * the file no longer has is an error, so the file cannot drift away from what the suite runs.
  */
-export function nginxSite(replacements: Record<string, string>): string {
+function nginxSite(replacements: Record<string, string>): string {
   let text = readFileSync(NGINX_CONF, 'utf8');
   for (const [from, to] of Object.entries(replacements)) {
     if (!text.includes(from)) throw new Error(`deploy/nginx.conf no longer has "${from}": update test/deploy/support/deployment.ts`);
     text = text.replaceAll(from, to);
   }
   return text;
+}
+
+/**
+ * deploy/nginx.conf on loopback ports: the app's two svc instances (`app`), the workbench's one, the
+ * ports nginx listens on for each, and the folder of the app's static frontend.
+ */
+export function deploySite(p: { app: [number, number]; workbench: number; appPort: number; workbenchPort: number; frontendDir?: string }): string {
+  return nginxSite({
+    '127.0.0.1:3001': `127.0.0.1:${p.app[0]}`,
+    '127.0.0.1:3002': `127.0.0.1:${p.app[1]}`,
+    '127.0.0.1:3101': `127.0.0.1:${p.workbench}`,
+    'listen 8080;': `listen 127.0.0.1:${p.appPort};`,
+    'listen 8081;': `listen 127.0.0.1:${p.workbenchPort};`,
+    '/srv/svc/app;': `${p.frontendDir ?? FRONTEND_DIR};`,
+    '/srv/svc/workbench;': `${FRONTEND_DIR};`,
+  });
 }
 
 /**
@@ -317,15 +333,7 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
       start(portW, appRoot(config('sid_workbench')), workbenchOrigin, [workbenchOrigin]),
     ]);
 
-    const site = nginxSite({
-      '127.0.0.1:3001': `127.0.0.1:${portA}`,
-      '127.0.0.1:3002': `127.0.0.1:${portB}`,
-      '127.0.0.1:3101': `127.0.0.1:${portW}`,
-      'listen 8080;': `listen 127.0.0.1:${appPort};`,
-      'listen 8081;': `listen 127.0.0.1:${workbenchPort};`,
-      '/srv/svc/app;': `${opts.frontendDir ?? FRONTEND_DIR};`,
-      '/srv/svc/workbench;': `${FRONTEND_DIR};`,
-    });
+    const site = deploySite({ app: [portA, portB], workbench: portW, appPort, workbenchPort, frontendDir: opts.frontendDir });
     const nginx = await startNginx(site, [`${appOrigin}/config.js`, `${workbenchOrigin}/config.js`]);
     stoppers.push(() => nginx.stop());
     const dev = await startDevServer(devPort, appOrigin);

@@ -16,6 +16,10 @@ describe('svc__cache redaction and presentation (no Redis)', () => {
     for (const k of ['AUTH', 'auth_header', 'x-auth', 'xAuthToken', 'authData', 'OTP', 'otpCode', 'totp', 'hotp_seed', 'otpauthUri', 'userTotp', 'OAuthToken', 'APIKey', 'apiKey']) {
       expect(isSecretKey(k), k).toBe(true);
     }
+    // A capital inside a secret name (the property test below found `pwD` shown as it was).
+    for (const k of ['pwD', 'passWord', 'seCret', 'toKen', 'cooKie']) {
+      expect(isSecretKey(k), k).toBe(true);
+    }
     for (const k of ['name', 'pass', 'api', 'key', 'private', 'tok', 'session', 'code', 'id', 'author', 'authorName', 'authority', 'oauthProvider', 'footprint', 'footprints', 'lotpair']) {
       expect(isSecretKey(k), k).toBe(false);
     }

@@ -38,9 +38,10 @@ export const REDACTED = '******';
 /** `accessToken` -> `access_token`: the patterns see camelCase words as separate words. */
 const snakeCase = (key: string) => key.replace(/(?<=[a-z0-9])(?=[A-Z])/g, '_').toLowerCase();
 
+/** Matched as written and in snake case: a capital inside a word (`pwD`, `passWord`) must not split a secret name. */
 export function isSecretKey(key: string): boolean {
   const name = snakeCase(key);
-  return SECRET_KEY_PATTERNS.some((pattern) => pattern.test(name));
+  return SECRET_KEY_PATTERNS.some((pattern) => pattern.test(name) || pattern.test(key));
 }
 
 /** Text that may be JSON: an object, an array or a string literal, after blanks or a byte-order mark. */

@@ -317,7 +317,9 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
 
   it('property: no value under a secret-looking key survives in value or valueParsed; every other value is unchanged', async () => {
     const secretKeys = fc.constantFrom('Password', 'api-key', 'API_KEY', 'privateKey', 'refresh_token', 'Authorization', 'x_secret', 'accessToken', 'BEARER', 'credential', 'db.password');
-    const key = fc.oneof({ weight: 1, arbitrary: secretKeys }, { weight: 3, arbitrary: fc.string({ maxLength: 8 }) });
+    // Random keys never hold "auth" or "otp": those count only at the start of a word (`author` and
+    // `footprint` are no secrets), which this test's broader oracle does not model; the lists above test them.
+    const key = fc.oneof({ weight: 1, arbitrary: secretKeys }, { weight: 3, arbitrary: fc.string({ maxLength: 8 }).filter((k) => !/auth|otp/i.test(k)) });
     const { tree } = fc.letrec<{ tree: unknown; leaf: unknown }>((tie) => ({
       leaf: fc.oneof(fc.string({ maxLength: 12 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null)),
       tree: fc.oneof(

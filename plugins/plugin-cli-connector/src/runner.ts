@@ -302,12 +302,20 @@ export class Runner {
     }
   }
 
-  /** `POST /script/:cmd`: runs to the end or the timeout (SIGTERM, then SIGKILL, answering by timeout + 1 s); the whole output. */
+  /**
+   * `POST /script/:cmd`: runs to the end or the timeout (SIGTERM, then SIGKILL, answering by timeout +
+   * 1 s); the whole output. A run the timeout ended by a signal answers `"SIGTERM"` (CONTRACT section 8),
+   * also when the program ignored it and the SIGKILL that followed ended it.
+   */
   async script(script: Script, argv: string[], input: string | undefined, timeoutMs: number) {
     const run = this.start(script, argv, input !== undefined);
     if (input !== undefined) run.write(input, true);
+    let timedOut = false;
     const timers: NodeJS.Timeout[] = [
-      setTimeout(() => run.signal('SIGTERM'), timeoutMs),
+      setTimeout(() => {
+        timedOut = run.done === undefined;
+        run.signal('SIGTERM');
+      }, timeoutMs),
       setTimeout(() => run.signal('SIGKILL'), timeoutMs + KILL_GRACE_MS),
       setTimeout(() => run.abandon(), timeoutMs + KILL_GRACE_MS + ABANDON_MS),
     ];
@@ -317,7 +325,8 @@ export class Runner {
       for (const timer of timers) clearTimeout(timer);
     }
     if (run.failure !== undefined) throw new ExecutionError(`"${script.alias}": ${run.failure}`);
-    return { stdout: run.context.stdout.join(''), stderr: run.context.stderr.join(''), status: run.done! };
+    const status = timedOut && typeof run.done === 'string' ? 'SIGTERM' : run.done!;
+    return { stdout: run.context.stdout.join(''), stderr: run.context.stderr.join(''), status };
   }
 }
 

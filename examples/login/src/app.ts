@@ -371,7 +371,10 @@ function totpSection(session: Session): HTMLElement {
           submit: 'Turn off',
           // A code works for every account, also one without a password (made by an OAuth login).
           action: async ({ password = '', code = '' }) => {
-            await fresh(() => svc.totpDisable(code.trim() ? { code: code.trim() } : { password }));
+            const proof = code.trim() ? { code: code.trim() } : { password };
+            // A step-up the session needs first takes the password given here (not asked twice); a code
+            // works once, so after a code the dialog asks for another proof.
+            await svc.withStepUp(() => svc.totpDisable(proof), 'password' in proof ? async () => proof : askForProof);
             say('Two-step verification is off.');
             await accountPage();
           },

@@ -558,8 +558,9 @@ describe('templates, notices and the transport', () => {
     expect((await a.fetch('/health')).status).toBe(200);
   });
 
-  it('without SVC_SMTP_URL every route answers 501 email_not_configured', async () => {
-    const a = await createTestApp({ redisUrl });
+  it('without SVC_SMTP_URL every route answers 501 email_not_configured (logged as a plain info line, no error)', async () => {
+    const lines: string[] = [];
+    const a = await createTestApp({ redisUrl, logger: createLogger('info', { write: (line: string) => void lines.push(line) }) });
     apps.push(a);
     const routes: [string, unknown][] = [
       ['/auth/password/forgot', { email: 'a@example.com' }],
@@ -575,6 +576,9 @@ describe('templates, notices and the transport', () => {
       expect(res.status, path).toBe(501);
       expect(await codeOf(res)).toBe('email_not_configured');
     }
+    const logged = lines.map((line) => JSON.parse(line) as { level: number; code?: string; err?: unknown });
+    expect(logged.filter((line) => line.code === 'email_not_configured')).toHaveLength(routes.length);
+    expect(logged.filter((line) => line.level >= 50 || line.err !== undefined)).toEqual([]);
   });
 
   it('auth.signup.enabled or auth.magicLink.enabled without SVC_SMTP_URL stops start-up, naming the variable', async () => {

@@ -124,6 +124,18 @@ describe.skipIf(!redisUrl)('finding 4: login limits hold under a burst', () => {
     expect((await wrongLogin(a, 'v4-next@example.com', '::ffff:198.51.100.9')).status).toBe(429);
   });
 
+  it('a forwarded address with a port (as some proxies write it) counts as the bare address', async () => {
+    const a = await app({ config: { server: { trustProxy: 1 } } });
+    for (let i = 0; i < 25; i++) expect((await wrongLogin(a, `port4-${i}@example.com`, `203.0.113.7:${40000 + i}`)).status).toBe(401);
+    for (let i = 0; i < 25; i++) expect((await wrongLogin(a, `port6-${i}@example.com`, `[2001:db8:9::${i + 1}]:${40000 + i}`)).status).toBe(401);
+    expect((await wrongLogin(a, 'port4-next@example.com', '203.0.113.7')).status).toBe(401);
+    for (let i = 0; i < 24; i++) await wrongLogin(a, `bare4-${i}@example.com`, '203.0.113.7');
+    // 50 failures of 203.0.113.7 in all, whatever port each came with: the IP's limit.
+    expect((await wrongLogin(a, 'port4-last@example.com', '203.0.113.7:1')).status).toBe(429);
+    for (let i = 0; i < 25; i++) await wrongLogin(a, `bare6-${i}@example.com`, '2001:db8:9::ff');
+    expect((await wrongLogin(a, 'port6-last@example.com', '[2001:db8:9::1]')).status).toBe(429);
+  });
+
   it('the queue of password checks is bounded: past it a login is refused at once with 429 and Retry-After', async () => {
     const a = await app({ config: { server: { trustProxy: 1 } } });
     const user = await a.createUser();

@@ -8,6 +8,10 @@ import { createTestApp, type TestApp, type TestClient } from '../support/app.ts'
 import { commandCalls, sleep, startPrivateRedis } from '../support/auth.ts';
 
 const redisUrl = inject('redisUrl');
+/** The database of the Redis the run was given (`REDIS_TEST_URL=redis://host/2`): the only one these tests write to. */
+const home = redisUrl ? Number(new URL(redisUrl).pathname.slice(1) || 0) : 0;
+/** Another database, only ever read (or named in an instance's URL) to show `db` is honoured. */
+const other = home === 3 ? 4 : 3;
 const KiB16 = 16 * 1024;
 
 /** The test's own reading of SPEC.md rule 7 and issue 35 finding 8, independent of the plugin's list. */
@@ -96,7 +100,7 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
   let redis: Redis;
   const prefix = `svctest:cache:${randomUUID().slice(0, 8)}:`;
   const entry = async (key: string, extra: Record<string, string | number> = {}, client = admin) =>
-    client.fetch(`/svc__cache/cacheEntry?${q({ key, ...extra })}`);
+    client.fetch(`/svc__cache/cacheEntry?${q({ key, db: home, ...extra })}`);
   const json = async (key: string, extra: Record<string, string | number> = {}) => {
     const res = await entry(key, extra);
     expect(res.status, key).toBe(200);
@@ -109,15 +113,12 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
     redis = new Redis(redisUrl);
   });
   afterAll(async () => {
-    for (const db of [0, 3]) {
-      await redis.select(db);
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) await redis.del(...keys);
-      } while (cursor !== '0');
-    }
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
     redis?.disconnect();
     await t?.close();
   });
@@ -138,7 +139,7 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
     const seen: string[] = [];
     const more: boolean[] = [];
     for (let offset = 0; offset < 124; offset += 50) {
-      const res = await admin.fetch(`/svc__cache/cacheEntries?${q({ pattern: `${p}*`, offset, limit: 50 })}`);
+      const res = await admin.fetch(`/svc__cache/cacheEntries?${q({ pattern: `${p}*`, offset, limit: 50, db: home })}`);
       expect(res.status).toBe(200);
       const body = await res.json();
       expect(body).toMatchObject({ offset, limit: 50 });
@@ -155,38 +156,35 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
     expect(seen.length).toBe(124);
     expect(new Set(seen).size).toBe(124);
     // The same instance through another name, and the same page twice: the same keys in the same order.
-    const again = await (await admin.fetch(`/svc__cache/cacheEntries?${q({ pattern: `${p}*`, offset: 50, limit: 50, instance: 'cachePersistent' })}`)).json();
+    const again = await (await admin.fetch(`/svc__cache/cacheEntries?${q({ pattern: `${p}*`, offset: 50, limit: 50, instance: 'cachePersistent', db: home })}`)).json();
     expect(again.items.map((i: { key: string }) => i.key)).toEqual(seen.slice(50, 100));
   });
 
-  it('db selects the Redis database', async () => {
-    await redis.select(3);
-    await redis.set(`${prefix}db3`, 'three');
-    await redis.select(0);
-    const inDb3 = await (await admin.fetch(`/svc__cache/cacheEntries?${q({ pattern: `${prefix}db3`, db: 3 })}`)).json();
-    expect(inDb3.items).toEqual([{ key: `${prefix}db3`, ttl: -1, type: 'string' }]);
-    const inDb0 = await (await admin.fetch(`/svc__cache/cacheEntries?${q({ pattern: `${prefix}db3` })}`)).json();
-    expect(inDb0.items).toEqual([]);
-    expect((await json(`${prefix}db3`, { db: 3 })).value).toBe('three');
+  it('db selects the Redis database (default 0)', async () => {
+    await redis.set(`${prefix}here`, 'here');
+    const listed = async (db?: number) => (await (await admin.fetch(`/svc__cache/cacheEntries?${q({ pattern: `${prefix}here`, ...(db === undefined ? {} : { db }) })}`)).json()).items;
+    expect(await listed(home)).toEqual([{ key: `${prefix}here`, ttl: -1, type: 'string' }]);
+    expect(await listed(other)).toEqual([]);
+    expect(await listed()).toEqual(home === 0 ? [{ key: `${prefix}here`, ttl: -1, type: 'string' }] : []);
+    expect((await json(`${prefix}here`)).value).toBe('here');
+    expect((await entry(`${prefix}here`, { db: other })).status).toBe(404);
   });
 
-  it('db is the database asked for also when CACHE_URL names another one (redis://host/3: db 0 reads db 0)', async () => {
+  it('db is the database asked for also when an instance\'s URL names another one (redis://host/3: no db reads db 0)', async () => {
     const url = new URL(redisUrl!);
-    url.pathname = '/3';
-    const other = await createTestApp({ redisUrl: url.toString() });
+    url.pathname = `/${other}`;
+    // An instance the app itself never writes to: nothing of this test lands outside the run's database.
+    const elsewhere = await createTestApp({ redisUrl, env: { SVC_STORE_ELSEWHERE_URL: url.toString() } });
     try {
-      const { admin: a } = await adminAndUser(other);
-      await redis.select(3);
-      await redis.set(`${prefix}where`, 'three');
-      await redis.select(0);
-      await redis.set(`${prefix}where`, 'zero');
-      const read = async (db?: number) => (await (await a.fetch(`/svc__cache/cacheEntry?${q({ key: `${prefix}where`, ...(db === undefined ? {} : { db }) })}`)).json()).value;
-      expect([await read(), await read(0), await read(3)]).toEqual(['zero', 'zero', 'three']);
-      // The sessions themselves live where the URL says: db 3.
-      const sessions = await (await a.fetch(`/svc__cache/cacheEntries?${q({ pattern: '*auth:session:*', db: 3, limit: 500 })}`)).json();
-      expect(sessions.items.length).toBeGreaterThan(0);
+      const { admin: a } = await adminAndUser(elsewhere);
+      await redis.set(`${prefix}where`, 'home');
+      const read = async (db?: number) =>
+        (await a.fetch(`/svc__cache/cacheEntry?${q({ instance: 'elsewhere', key: `${prefix}where`, ...(db === undefined ? {} : { db }) })}`)).json();
+      expect((await read(home)).value).toBe('home');
+      expect((await read(other)).error.code).toBe('not_found');
+      expect((await read()).value).toBe(home === 0 ? 'home' : undefined);
     } finally {
-      await other.close();
+      await elsewhere.close();
     }
   });
 
@@ -201,7 +199,7 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
         expect(body.error.details[0].path).toBe(Object.keys(bad)[0]);
       }
     }
-    for (const limit of [25, 50, 100, 200, 500]) expect((await admin.fetch(`/svc__cache/cacheEntries?${q({ limit, pattern: `${prefix}none*` })}`)).status).toBe(200);
+    for (const limit of [25, 50, 100, 200, 500]) expect((await admin.fetch(`/svc__cache/cacheEntries?${q({ limit, pattern: `${prefix}none*`, db: home })}`)).status).toBe(200);
     // Names an object has from its prototype are no instances either (fuzzing found `constructor` answered 503).
     for (const name of ['nope', 'constructor', '__proto__', 'toString', 'hasOwnProperty']) {
       for (const path of ['cacheEntries', 'cacheEntry?key=x']) {
@@ -374,7 +372,7 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
     const key = `${prefix}expiring`;
     await redis.set(key, 'soon', 'PX', 60_000);
     await redis.set(`${prefix}expiring2`, 'stays');
-    const client = openClient({ url: redisUrl, db: 0 });
+    const client = openClient({ url: redisUrl, db: home });
     await client.connect();
     try {
       const page = await scanPage(client, { pattern: `${prefix}expiring*`, offset: 0, limit: 25 }, { afterScan: async () => void (await redis.del(key)) });

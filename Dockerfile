@@ -5,6 +5,7 @@ FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY plugins/plugin-cli-connector/package.json plugins/plugin-cli-connector/package.json
+COPY packages/client/package.json packages/client/package.json
 RUN npm ci --no-audit --no-fund
 COPY . .
 # The image's start never builds (NODE_ENV=production): make sure what it ships counts as fresh.

@@ -196,9 +196,10 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   }
   const { port } = http.address() as AddressInfo;
   const url = `http://${config.env.host.includes(':') ? `[${config.env.host}]` : config.env.host}:${port}`;
-  // A Secure cookie travels over plain HTTP only to `localhost`: a newcomer copying 127.0.0.1 is never logged in.
+  // Browsers keep cookies per host name, some clients send a Secure cookie over plain HTTP to
+  // `localhost` only, and passkeys need a host name: a newcomer copying 127.0.0.1 meets all three.
   const loopback = ['127.0.0.1', '::1'].includes(config.env.host) && config.auth.cookie.secure;
-  const hint = loopback ? ` (browse and curl http://localhost:${port}: the Secure session cookie is sent over plain HTTP to localhost only)` : '';
+  const hint = loopback ? ` (browse and curl http://localhost:${port}, not the IP address: cookies are kept per host name, and passkeys need one)` : '';
   log.info({ url, store: stores.all().map((s) => s.name), db: db.kind }, `svc listening on ${url}${hint}`);
 
   let closing: Promise<void> | undefined;

@@ -42,7 +42,7 @@ export async function ensureAdmin(users: UserService, config: Config, dbKind: st
   const password = randomBytes(18).toString('base64url');
   await users.create({ email, password, isAdmin: true, email_verified: true, createdVia: 'bootstrap' });
   // Printed once, on purpose (CONTRACT section 1): the only way to learn it. Change it after login.
-  const line = `bootstrap admin created: email ${email} password ${password} (shown once; change it with PATCH /auth/users/:id)`;
+  const line = `bootstrap admin created: email ${email} password ${password} (shown once; change it with POST /auth/password once logged in)`;
   // A LOG_LEVEL above warn would swallow the one chance to learn it: then it goes to stderr as it is.
   if (logger.isLevelEnabled('warn')) logger.warn({ email }, line);
   else process.stderr.write(`svc: ${line}\n`);

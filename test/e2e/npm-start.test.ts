@@ -116,7 +116,7 @@ describe('npm start runs compiled JavaScript', () => {
     expect(run.output()).not.toContain('load through tsx');
     expect(run.output()).toContain('plugin loaded');
     // The quick start's curl uses localhost, not the address svc listens on: the line says why.
-    expect(run.output()).toContain(`svc listening on http://127.0.0.1:${run.port} (browse and curl http://localhost:${run.port}: the Secure session cookie`);
+    expect(run.output()).toContain(`svc listening on http://127.0.0.1:${run.port} (browse and curl http://localhost:${run.port}, not the IP address`);
     await stop(run);
   }, 120_000);
 

@@ -159,6 +159,14 @@ describe('the docs', () => {
     expect(OPERATIONS).toContain(`\`npm start\` is \`${start}\``);
   });
 
+  it('operator: the Dockerfile copies every workspace\'s package.json before npm ci (else npm ci installs without it)', () => {
+    const { workspaces } = JSON.parse(readFileSync(path.join(PROJECT_DIR, 'package.json'), 'utf8')) as { workspaces: string[] };
+    const dockerfile = readFileSync(path.join(PROJECT_DIR, 'Dockerfile'), 'utf8');
+    const beforeCi = dockerfile.slice(0, dockerfile.indexOf('RUN npm ci'));
+    expect(workspaces.length).toBeGreaterThan(0);
+    expect(workspaces.filter((ws) => !beforeCi.includes(`COPY ${ws}/package.json ${ws}/package.json`))).toEqual([]);
+  });
+
   it('newcomer: .env.example, which docs/configuration.md says lists the variables, has each one of its table', () => {
     const table = readDoc('docs/configuration.md').split('\n').filter((line) => line.startsWith('| `'));
     const names = table.flatMap((line) => [...line.split(' | ')[0]!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!));

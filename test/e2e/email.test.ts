@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { dumpStore, setCookies } from '../support/auth.ts';
+import { startInstance } from '../support/realtime.ts';
 import { startSmtp, tokenFrom, type TestSmtp } from '../support/smtp.ts';
 import { PROJECT_DIR } from '../support/spawn.ts';
 
@@ -586,6 +587,22 @@ describe('templates, notices and the transport', () => {
       await expect(loadConfig({ SVC_APP_PATH: '/nonexistent-app' }, { raw: { auth } })).rejects.toThrow(/SVC_SMTP_URL/);
     }
     await expect(loadConfig({ SVC_APP_PATH: '/nonexistent-app', SVC_SMTP_URL: 'http://mail.example' }, { raw: {} })).rejects.toThrow(/SVC_SMTP_URL must be smtp/);
+  });
+});
+
+describe('start-up', () => {
+  it('warns when mails would link to svc itself (SMTP set, no SVC_FRONTEND_URLS, no auth.email.linkBaseUrl); quiet with a frontend', async () => {
+    for (const frontend of [undefined, FRONTEND]) {
+      const logs: string[] = [];
+      const server = await startInstance({ env: { SVC_SMTP_URL: smtp.url, ...(frontend ? { SVC_FRONTEND_URLS: frontend } : {}) }, logs });
+      try {
+        const warned = logs.filter((line) => line.includes('links in mails go to svc itself'));
+        if (frontend) expect(warned).toEqual([]);
+        else expect(warned.join('\n')).toMatch(/\(http:\/\/[^ ]+\/reset-password\?token=\.\.\.\)/);
+      } finally {
+        await server.close();
+      }
+    }
   });
 });
 

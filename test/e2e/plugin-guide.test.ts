@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,8 +20,8 @@ describe("plugin author's guide (docs/plugins.md)", () => {
   beforeAll(async () => {
     const files = fileBlocks('docs/plugins.md');
     expect([...files.keys()].sort()).toEqual([
-      'node_modules/@acme/svc-plugin-greet/index.js',
-      'node_modules/@acme/svc-plugin-greet/package.json',
+      'packages/svc-plugin-greet/index.js',
+      'packages/svc-plugin-greet/package.json',
       'plugins/acme__notes/index.ts',
       'svc.config.json',
       'tsconfig.json', // for type-checking only (test/e2e/npm-start.test.ts runs tsc with it)
@@ -30,6 +30,10 @@ describe("plugin author's guide (docs/plugins.md)", () => {
       mkdirSync(path.dirname(path.join(appRoot, file)), { recursive: true });
       writeFileSync(path.join(appRoot, file), text);
     }
+    // What the guide's `npm install ./packages/svc-plugin-greet` leaves in node_modules: a link to the folder.
+    expect(readFileSync(path.join(ROOT, 'docs/plugins.md'), 'utf8')).toContain('npm install ./packages/svc-plugin-greet');
+    mkdirSync(path.join(appRoot, 'node_modules/@acme'), { recursive: true });
+    symlinkSync('../../packages/svc-plugin-greet', path.join(appRoot, 'node_modules/@acme/svc-plugin-greet'), 'dir');
     const config = JSON.parse(files.get('svc.config.json')!);
     t = await createTestApp({ config, env: { SVC_APP_PATH: appRoot } });
     const u = await t.createUser();

@@ -2,12 +2,13 @@
 // real process started as a user starts it, where a bad config or an unreachable store/database must
 // stop start-up before anything listens, with a message that names the culprit and hides passwords.
 
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { parseEnv } from 'node:util';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.ts';
-import { startReadySvc, startSvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
+import { PROJECT_DIR, startReadySvc, startSvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
 
 const redisUrl = inject('redisUrl');
 
@@ -161,6 +162,23 @@ describe('loadConfig', () => {
       const message = await configError({ SVC_APP_PATH: appRoot(), SVC_STORE_CACHE_PERSISTENT_URL: url });
       expect(message).toContain('cachePersistent');
       expect(message).not.toContain('s3cret');
+    }
+  });
+
+  it('.env.example: every example line, uncommented, is a valid value (explanations sit on their own lines)', async () => {
+    const text = readFileSync(path.join(PROJECT_DIR, '.env.example'), 'utf8');
+    // `NAME=value` and `# NAME=value`: uncommented and read by Node's own .env parser, as `loadDotEnv` does.
+    const examples = text
+      .split('\n')
+      .map((line) => /^(?:#\s*)?([A-Z][A-Z0-9_]*=.*)$/.exec(line)?.[1])
+      .filter((line) => line !== undefined)
+      .map((line) => Object.entries(parseEnv(line))[0]!);
+    expect(examples.map(([name]) => name)).toEqual(expect.arrayContaining(['SVC_CACHE_URL', 'SVC_STORE_CACHE_PERSISTENT_URL', 'SVC_SMTP_URL', 'SVC_MAIL_FROM']));
+    for (const [name, value] of examples) {
+      // A run of spaces is where an explanation was written after the value.
+      expect(value, name).not.toMatch(/\s{2}/);
+      const env = { SVC_APP_PATH: appRoot(), ...(name === 'SVC_APP_PATH' && !value ? {} : { [name]: value }) };
+      await expect(loadConfig(env), `${name}=${value}`).resolves.toBeDefined();
     }
   });
 

@@ -121,6 +121,26 @@ function mixedLoopbackNames(ownUrls: string[], frontendUrls: string[]): string |
   return undefined;
 }
 
+const SMTP_FORM = 'smtp://[user:pass@]host:port (STARTTLS when the server offers it) or smtps://[user:pass@]host:port (TLS from the start)';
+const PERCENT_ENCODE = 'percent-encode special characters in the user and password (/ as %2F, @ as %40, ? as %3F, # as %23)';
+
+/**
+ * What is wrong with a `SVC_SMTP_URL`, or undefined. Checked here because nodemailer reads it only
+ * when the mailer is built, failing with a bare "Invalid URL" that names no variable; and because its
+ * parser (Node's legacy `url.parse`) takes `smtp://us/er:pw@host` as host "us": an unencoded `/`, `?`,
+ * `#` or `@` in the credentials would send the mail and the password elsewhere rather than fail. So no
+ * `@` may stand outside the credentials. The URL is never repeated: it may hold a password.
+ */
+function smtpUrlProblem(url: string): string | undefined {
+  if (!/^smtps?:\/\//.test(url)) return `must be ${SMTP_FORM}`;
+  if (!URL.canParse(url)) return `is not a valid URL: it must be ${SMTP_FORM}; ${PERCENT_ENCODE}`;
+  const authority = /^smtps?:\/\/([^/?#]*)/.exec(url)?.[1] ?? '';
+  const afterAuthority = url.slice(url.indexOf('//') + 2 + authority.length);
+  if (authority.split('@').length > 2 || afterAuthority.includes('@')) return `has an unencoded /, ?, # or @ in its user or password: ${PERCENT_ENCODE}`;
+  if (!new URL(url).hostname) return `names no host: it must be ${SMTP_FORM}`;
+  return undefined;
+}
+
 function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; warnings: string[] } {
   const warnings: string[] = [];
   const port = Number(env.PORT ?? 3000);
@@ -153,10 +173,8 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   }
 
   const smtpUrl = env.SVC_SMTP_URL?.trim() || undefined;
-  if (smtpUrl && !/^smtps?:\/\/[^/?#]+/.test(smtpUrl)) {
-    // Not repeated: the URL may hold a password.
-    throw new ConfigError('SVC_SMTP_URL must be smtp://[user:pass@]host:port (STARTTLS when the server offers it) or smtps://... (TLS from the start)');
-  }
+  const smtpProblem = smtpUrl && smtpUrlProblem(smtpUrl);
+  if (smtpProblem) throw new ConfigError(`SVC_SMTP_URL ${smtpProblem}`);
   const mailFrom = env.SVC_MAIL_FROM?.trim() || 'svc <no-reply@localhost>';
   if (/[\r\n]/.test(mailFrom) || !/@/.test(mailFrom)) throw new ConfigError(`SVC_MAIL_FROM must be one address ("Name <user@host>" or "user@host"), got "${mailFrom}"`);
 

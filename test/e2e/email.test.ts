@@ -588,6 +588,28 @@ describe('templates, notices and the transport', () => {
     }
     await expect(loadConfig({ SVC_APP_PATH: '/nonexistent-app', SVC_SMTP_URL: 'http://mail.example' }, { raw: {} })).rejects.toThrow(/SVC_SMTP_URL must be smtp/);
   });
+
+  it('a SVC_SMTP_URL that is no URL, or has an unencoded / ? # or @ in its credentials, stops start-up naming the variable and the fix, not the password', async () => {
+    const refused = async (url: string) => {
+      const err = await loadConfig({ SVC_APP_PATH: '/nonexistent-app', SVC_SMTP_URL: url }, { raw: {} }).then(
+        () => new Error(`accepted: ${url}`),
+        (e: unknown) => e as Error,
+      );
+      expect(err.name, url).toBe('ConfigError');
+      expect(err.message, url).toMatch(/^SVC_SMTP_URL /);
+      expect(err.message, url).not.toContain('s3cret');
+      return err.message;
+    };
+    expect(await refused('smtp://host with junk')).toMatch(/smtp:\/\/\[user:pass@\]host:port/);
+    // Node's legacy parser, which nodemailer uses, takes the first as host "us": mail (and the password) would go there.
+    for (const url of ['smtp://us/er:pw-s3cret@host:587', 'smtp://user:p@ss-s3cret@host:587', 'smtp://user:pw?s3cret@host:587', 'smtp://user:pw/s3cret@host:587']) {
+      expect(await refused(url)).toMatch(/percent-encode/);
+    }
+    for (const url of ['smtp://user:p%40ss%2Fs3cret@smtp.example.com:587', 'smtps://smtp.example.com:465', 'smtp://127.0.0.1:2525?tls.rejectUnauthorized=true']) {
+      const { config } = await loadConfig({ SVC_APP_PATH: '/nonexistent-app', SVC_SMTP_URL: url }, { raw: {} });
+      expect(config.env.smtpUrl).toBe(url);
+    }
+  });
 });
 
 describe('start-up', () => {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import addressparser from 'nodemailer/lib/addressparser';
 import * as v from 'valibot';
 import { providerUrlProblem } from '../auth/oauth/provider-urls.ts';
 import { configSchema, type CustomTemplate, type FileConfig } from './schema.ts';
@@ -141,6 +142,19 @@ function smtpUrlProblem(url: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether `value` is one mailbox, `user@host` or `Name <user@host>`, read by nodemailer's own address
+ * parser (the one that reads it when sending): a list, a group or a bare name would be sent as another
+ * sender than meant, or refused by the relay at the first mail rather than at start-up. A line break
+ * would start a new mail header.
+ */
+function isOneMailbox(value: string): boolean {
+  if (/[\r\n]/.test(value)) return false;
+  const parsed = addressparser(value);
+  const only = parsed.length === 1 ? parsed[0] : undefined;
+  return only !== undefined && !('group' in only && only.group) && /^[^@\s]+@[^@\s]+$/.test(only.address);
+}
+
 function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; warnings: string[] } {
   const warnings: string[] = [];
   const port = Number(env.PORT ?? 3000);
@@ -176,7 +190,7 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   const smtpProblem = smtpUrl && smtpUrlProblem(smtpUrl);
   if (smtpProblem) throw new ConfigError(`SVC_SMTP_URL ${smtpProblem}`);
   const mailFrom = env.SVC_MAIL_FROM?.trim() || 'svc <no-reply@localhost>';
-  if (/[\r\n]/.test(mailFrom) || !/@/.test(mailFrom)) throw new ConfigError(`SVC_MAIL_FROM must be one address ("Name <user@host>" or "user@host"), got "${mailFrom}"`);
+  if (!isOneMailbox(mailFrom)) throw new ConfigError(`SVC_MAIL_FROM must be one address ("Name <user@host>" or "user@host") on one line, got ${JSON.stringify(mailFrom)}`);
 
   if (env.MONGODB_URL && !/^mongodb(\+srv)?:\/\//.test(env.MONGODB_URL)) {
     throw new ConfigError('MONGODB_URL must start with mongodb:// or mongodb+srv://');

@@ -610,6 +610,16 @@ describe('templates, notices and the transport', () => {
       expect(config.env.smtpUrl).toBe(url);
     }
   });
+
+  it('SVC_MAIL_FROM must be one address ("Name <a@b>" or "a@b") on one line: anything else stops start-up naming the variable', async () => {
+    for (const from of ['junk', 'junk@', '@example.com', 'a@b, c@d', 'App <>', 'team: a@b;', 'a@b@c', 'App <a@b>\r\nBcc: x@y']) {
+      await expect(loadConfig({ SVC_APP_PATH: '/nonexistent-app', SVC_MAIL_FROM: from }, { raw: {} }), from).rejects.toThrow(/^SVC_MAIL_FROM must be one address/);
+    }
+    for (const from of ['a@b', 'App <no-reply@example.com>', '"Example, Inc." <no-reply@example.com>']) {
+      expect((await loadConfig({ SVC_APP_PATH: '/nonexistent-app', SVC_MAIL_FROM: from }, { raw: {} })).config.env.mailFrom).toBe(from);
+    }
+    expect((await loadConfig({ SVC_APP_PATH: '/nonexistent-app' }, { raw: {} })).config.env.mailFrom).toBe('svc <no-reply@localhost>');
+  });
 });
 
 describe('start-up', () => {

@@ -74,6 +74,11 @@ export function storeInstanceName(envName: string): string {
  * issue 24, finding 6). So such an entry stops start-up instead.
  */
 function webOrigin(variable: string, value: string): string {
+  // `localhost:4302` parses as a URL of scheme "localhost:", so say what is missing rather than
+  // calling it a custom scheme. A scheme is letters before a colon that no port digit follows.
+  if (!/^[a-z][a-z0-9+.-]*:(?!\d)/i.test(value)) {
+    throw new ConfigError(`${variable}: "${value}" must start with http:// or https:// (e.g. http://${value})`);
+  }
   let url: URL;
   try {
     url = new URL(value);
@@ -214,7 +219,16 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
-    .map((u) => webOrigin('SVC_FRONTEND_URLS', u));
+    .map((u) => {
+      const origin = webOrigin('SVC_FRONTEND_URLS', u);
+      // Browsers send only the origin (scheme, host, port), and CORS, the CSRF check and return-to
+      // compare just that: a path cannot narrow them, so it is dropped, but said, as the writer meant something by it.
+      const { pathname, search, hash } = new URL(u);
+      if (pathname !== '/' || search || hash) {
+        warnings.push(`SVC_FRONTEND_URLS: the path of "${u}" is ignored: an origin has none, so ${origin} is allowed (links in mails go there too unless auth.email.linkBaseUrl is set)`);
+      }
+      return origin;
+    });
   const serverBaseUrl = baseUrl('SVC_SERVER_BASE_URL', env.SVC_SERVER_BASE_URL);
   const explicitCallback = baseUrl('AUTH_CALLBACK_BASE_URL', env.AUTH_CALLBACK_BASE_URL);
   const callbackBaseUrl = explicitCallback ?? serverBaseUrl ?? `http://localhost:${port}`;

@@ -182,6 +182,21 @@ describe('loadConfig', () => {
     }
   });
 
+  it('SVC_FRONTEND_URLS without http:// or https:// is refused saying so, with the value to write instead', async () => {
+    expect(await configError({ SVC_APP_PATH: appRoot(), SVC_FRONTEND_URLS: 'http://localhost:5173,localhost:4302' })).toBe(
+      'SVC_FRONTEND_URLS: "localhost:4302" must start with http:// or https:// (e.g. http://localhost:4302)',
+    );
+    expect(await configError({ SVC_APP_PATH: appRoot(), SVC_FRONTEND_URLS: 'app.example.com' })).toContain('must start with http:// or https:// (e.g. http://app.example.com)');
+    // A scheme of its own keeps its own reason.
+    expect(await configError({ SVC_APP_PATH: appRoot(), SVC_FRONTEND_URLS: 'capacitor://localhost' })).toContain('has no web origin');
+  });
+
+  it('a SVC_FRONTEND_URLS entry with a path is accepted as its origin, with a warning that the path is ignored', async () => {
+    const { config, warnings } = await loadConfig({ SVC_APP_PATH: appRoot(), SVC_FRONTEND_URLS: 'http://localhost:4302/app,http://localhost:5173/' });
+    expect(config.env.frontendUrls).toEqual(['http://localhost:4302', 'http://localhost:5173']);
+    expect(warnings).toEqual([expect.stringMatching(/^SVC_FRONTEND_URLS: the path of "http:\/\/localhost:4302\/app" is ignored: an origin has none/)]);
+  });
+
   it('a short SVC_SECRET_ENCRYPTION_KEY gives a warning that counts, never repeats, it; a long one none', async () => {
     const { warnings } = await loadConfig({ SVC_APP_PATH: appRoot(), SVC_SECRET_ENCRYPTION_KEY: 'hunter2' });
     expect(warnings).toEqual([expect.stringMatching(/^SVC_SECRET_ENCRYPTION_KEY has 7 characters: .* use 24 or more/)]);

@@ -292,12 +292,65 @@ export async function readConfigFile(appRoot: string): Promise<{ raw: unknown; s
   }
 }
 
-/** Turns valibot issues into one line per problem, each naming the key: `auth.session.ttl: ...`. */
-export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string[] {
+/** Edits (insert, delete, replace one character) that turn `a` into `b`: Levenshtein, two rows at a time. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/** The parts of a valibot schema `knownKeys` walks: wrappers (`optional`) keep theirs under `wrapped`. */
+interface SchemaNode {
+  wrapped?: SchemaNode;
+  entries?: Record<string, SchemaNode>;
+  item?: SchemaNode;
+  value?: SchemaNode;
+}
+
+/** The keys an object of `schema` at `path` may have (none when the path leads to no object). */
+function knownKeys(schema: v.GenericSchema, path: readonly unknown[]): string[] {
+  const unwrap = (node: SchemaNode | undefined) => {
+    while (node?.wrapped) node = node.wrapped;
+    return node;
+  };
+  let node = unwrap(schema as SchemaNode);
+  for (const key of path) {
+    // An object's entry by name; an array's item or a record's value whatever the index or key.
+    node = unwrap(node?.entries ? (Object.hasOwn(node.entries, String(key)) ? node.entries[String(key)] : undefined) : (node?.item ?? node?.value));
+  }
+  return node?.entries ? Object.keys(node.entries) : [];
+}
+
+/**
+ * The known key an unknown one was most likely meant to be: within two edits, case aside (`sesion`,
+ * `SameSite`), and nearer than any other; undefined when none or several are as near.
+ */
+function closestKey(unknown: string, known: string[]): string | undefined {
+  const near = known.map((key) => ({ key, distance: editDistance(unknown.toLowerCase(), key.toLowerCase()) })).filter((k) => k.distance <= 2);
+  const best = Math.min(...near.map((k) => k.distance));
+  const nearest = near.filter((k) => k.distance === best);
+  return nearest.length === 1 ? nearest[0]!.key : undefined;
+}
+
+/**
+ * Turns valibot issues into one line per problem, each naming the key: `auth.session.ttl: ...`. With
+ * the `schema` they came from, an unknown key close to a known one says which: a typo is the usual
+ * cause, and the fix is then in the message (`auth.sesion: unknown key (did you mean auth.session?)`).
+ */
+export function describeIssues(issues: readonly v.BaseIssue<unknown>[], schema?: v.GenericSchema): string[] {
   return issues.map((issue) => {
     const key = v.getDotPath(issue) ?? '(root)';
     if (issue.kind === 'schema' && issue.expected === 'never' && issue.type === 'strict_object') {
-      return `${key}: unknown key`;
+      const keys = (issue.path ?? []).map((item) => (item as { key: unknown }).key);
+      const parents = keys.slice(0, -1);
+      const meant = schema && closestKey(String(keys.at(-1)), knownKeys(schema, parents));
+      return meant ? `${key}: unknown key (did you mean ${[...parents, meant].join('.')}?)` : `${key}: unknown key`;
     }
     return `${key}: ${issue.message}`;
   });
@@ -343,7 +396,7 @@ export async function loadConfig(
   const where = source ? path.basename(source) : 'config';
   const parsed = v.safeParse(configSchema, raw);
   if (!parsed.success) {
-    throw new ConfigError(`${where} is not valid:\n  ${describeIssues(parsed.issues).join('\n  ')}`);
+    throw new ConfigError(`${where} is not valid:\n  ${describeIssues(parsed.issues, configSchema).join('\n  ')}`);
   }
   const { auth } = parsed.output;
   // Links in mails go to the frontend, whose page POSTs the token (CONTRACT 12).

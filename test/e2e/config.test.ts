@@ -78,6 +78,17 @@ describe('loadConfig', () => {
     for (const key of ['auth.sesion', 'auth.session.ttl', 'auth.cookie.secure', 'global.requireAuthentification']) expect(message).toContain(key);
   });
 
+  it('an unknown key close to one known key at its level suggests it; a key close to none, or to several, suggests nothing', async () => {
+    const file = json({ auth: { sesion: {}, cookie: { SameSite: 'lax' }, providers: { custom: [{ id: 'x', displayName: 'X', authorizationEndpoint: 'https://a.example', tokenEndpoint: 'https://a.example', userInfoEndpoint: 'https://a.example', pcke: true }] } }, zzzzzz: 1, cache: { dbx: 1 } });
+    const lines = (await configError({ SVC_APP_PATH: appRoot({ 'svc.config.json': file }) })).split('\n').map((l) => l.trim());
+    expect(lines).toContain('auth.sesion: unknown key (did you mean auth.session?)');
+    expect(lines).toContain('auth.cookie.SameSite: unknown key (did you mean auth.cookie.sameSite?)');
+    expect(lines).toContain('auth.providers.custom.0.pcke: unknown key (did you mean auth.providers.custom.0.pkce?)');
+    expect(lines).toContain('zzzzzz: unknown key');
+    // `db` and `dbs` are both one edit away.
+    expect(lines).toContain('cache.dbx: unknown key');
+  });
+
   it('a svc.config.json that is not JSON names the file', async () => {
     const message = await configError({ SVC_APP_PATH: appRoot({ 'svc.config.json': '{ "auth": ' }) });
     expect(message).toContain('svc.config.json');

@@ -120,10 +120,17 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
     return checks;
   }
 
-  // Step 2: explicit (and, beside another app, distinct) cookie names; requireAuthentication.
+  // Step 2: explicit (and, beside another app, distinct) cookie names; requireAuthentication. Two apps on
+  // one host that both keep the default share one cookie (and key namespace): each login ends the other's
+  // session. That is a deployment's problem; the quick start, one app on a laptop, works with the default.
   const cookie = config.auth.cookie.name;
   const explicit = get(raw, 'auth', 'cookie', 'name') !== undefined || Boolean(env.SVC_AUTH_COOKIE_NAME);
-  add('cookie name', explicit ? 'ok' : 'fail', explicit ? `auth.cookie.name is "${cookie}"` : `auth.cookie.name is not set (default "${cookie}")`, 'set auth.cookie.name explicitly: "sid_app" for the app, "sid_workbench" for the workbench');
+  add(
+    'cookie name',
+    explicit ? 'ok' : production ? 'fail' : 'warn',
+    explicit ? `auth.cookie.name is "${cookie}"` : `auth.cookie.name is not set (default "${cookie}")${production ? ' in production' : ''}`,
+    'set auth.cookie.name explicitly: "sid_app" for the app, "sid_workbench" for the workbench (two apps on one host with the same name end each other\'s sessions)',
+  );
   if (other) {
     const otherConfig = (await loadConfig({ ...env, SVC_APP_PATH: other, SVC_AUTH_COOKIE_NAME: '' })).config;
     const clash = otherConfig.auth.cookie.name === cookie;
@@ -138,7 +145,18 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
   add('JWT variables', obsolete.length ? 'fail' : 'ok', obsolete.length ? `${obsolete.join(', ')} still set (0.1.x JWT)` : 'no 0.1.x JWT variables', `remove ${obsolete.join(' and ')}: sessions need no token secret`);
   const frontends = config.env.frontendUrls;
   const plain = frontends.filter((u) => u.startsWith('http:'));
-  if (!frontends.length) add('SVC_FRONTEND_URLS', 'fail', 'not set', 'set SVC_FRONTEND_URLS to the frontend origins (comma-separated), or their logins are 403 csrf_failed');
+  // Unset, only pages of svc's own origin (the example UI, a frontend proxied through it) can log in. In
+  // production that rests on Host surviving the proxy, which doctor cannot see: list the origin there.
+  if (!frontends.length) {
+    add(
+      'SVC_FRONTEND_URLS',
+      production ? 'fail' : 'warn',
+      `not set${production ? ' in production' : ''}: only pages served from svc's own origin can log in (a same-origin frontend, or one proxied through it)`,
+      production
+        ? "set SVC_FRONTEND_URLS to the frontend origins (comma-separated), svc's own public origin too for a same-origin frontend; cross-origin frontends' logins are 403 csrf_failed without it"
+        : 'set SVC_FRONTEND_URLS to the origins of cross-origin frontends (comma-separated), or their logins are 403 csrf_failed; a same-origin frontend needs none',
+    );
+  }
   else if (production && plain.length) add('SVC_FRONTEND_URLS', 'fail', `${plain.join(', ')} is plain http: in production`, 'serve the frontend over https: and list its https: origin (cookies and CORS credentials over plain HTTP can be read on the way)');
   else add('SVC_FRONTEND_URLS', 'ok', frontends.join(', '));
 

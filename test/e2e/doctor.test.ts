@@ -149,6 +149,25 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
   });
 });
 
+// A newcomer's walkthrough: the quick start (svc's checkout, nothing set) exited 1 on the default cookie
+// name and the unset SVC_FRONTEND_URLS, both fine for one app with a same-origin frontend.
+describe('svc doctor: the quick start', () => {
+  it('outside production the default cookie name and no SVC_FRONTEND_URLS are warnings (exit 0); in production failures', () => {
+    const env = { SVC_DATA_DIR: tempDir('svc-doctor-data-') };
+    const dev = doctor(PROJECT_DIR, env);
+    expect(dev.code, dev.out).toBe(0);
+    expect(dev.out).toMatch(/^WARN cookie name: auth\.cookie\.name is not set \(default "sid_app"\)$/m);
+    expect(dev.out).toMatch(/^WARN SVC_FRONTEND_URLS: not set: only pages served from svc's own origin can log in/m);
+    expect(dev.out).toMatch(/^\s+fix: set SVC_FRONTEND_URLS to the origins of cross-origin frontends .*403 csrf_failed; a same-origin frontend needs none$/m);
+    expect(dev.lines.filter((l) => l.startsWith('FAIL')), dev.out).toEqual([]);
+    expect(dev.out).toContain('all checks passed');
+    const prod = doctor(PROJECT_DIR, { ...env, NODE_ENV: 'production' });
+    expect(prod.code, prod.out).toBe(1);
+    expect(prod.out).toMatch(/^FAIL cookie name: auth\.cookie\.name is not set \(default "sid_app"\) in production$/m);
+    expect(prod.out).toMatch(/^FAIL SVC_FRONTEND_URLS: not set in production/m);
+  });
+});
+
 // Arguments: a typo or a missing folder used to run the checks anyway, skipping --with's (exit 0).
 describe('svc doctor: its arguments', () => {
   const run = (args: string[]) => {

@@ -109,17 +109,37 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
   const appRoot = path.resolve(env.SVC_APP_PATH || process.cwd());
   const production = env.NODE_ENV === 'production';
 
+  // A config file that does not load hides no other check: it is one FAIL, the checks of the file's own
+  // settings wait for it, and the rest run on the environment alone (the file's settings at their defaults).
   let config: Config;
   let raw: unknown;
+  let loaded = true;
   try {
     ({ config } = await loadConfig(env));
     raw = (await readConfigFile(appRoot)).raw;
     add('config', 'ok', config.source ? `${path.relative(process.cwd(), config.source) || config.source} is valid` : 'no config file: defaults apply');
   } catch (err) {
-    add('config', 'fail', (err as Error).message, 'fix the keys named above (docs/configuration.md)');
-    return checks;
+    const waiting = ['cookie name', ...(other ? ['cookie names distinct'] : []), 'requireAuthentication', 'cookie secure', ...(env.SVC_SMTP_URL ? ['email links'] : [])];
+    try {
+      ({ config } = await loadConfig(env, { raw: {} }));
+    } catch {
+      // The environment itself is wrong (its message names the variable): every other check reads it.
+      add('config', 'fail', (err as Error).message, 'fix the variables or keys named above (docs/configuration.md); the other checks need a config that loads');
+      return checks;
+    }
+    loaded = false;
+    add('config', 'fail', (err as Error).message, `fix the keys named above (docs/configuration.md). The checks below ran on the environment alone (the file's settings at their defaults); ${waiting.slice(0, -1).join(', ')} and ${waiting.at(-1)} wait for a config that loads`);
   }
 
+  if (loaded) await configChecks(config, raw, env, production, add, other);
+  await environmentChecks(config, env, appRoot, production, add, loaded);
+  return checks;
+}
+
+type Add = (name: string, verdict: Verdict, detail: string, fix?: string) => void;
+
+/** Step 2 and the app config's own settings: only for a config that loaded. */
+async function configChecks(config: Config, raw: unknown, env: NodeJS.ProcessEnv, production: boolean, add: Add, other?: string): Promise<void> {
   // Step 2: explicit (and, beside another app, distinct) cookie names; requireAuthentication. Two apps on
   // one host that both keep the default share one cookie (and key namespace): each login ends the other's
   // session. That is a deployment's problem; the quick start, one app on a laptop, works with the default.
@@ -139,7 +159,13 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
   const requireAuth = config.global.requireAuthentication;
   add('requireAuthentication', requireAuth ? 'ok' : 'warn', `global.requireAuthentication is ${requireAuth}`, 'keep global.requireAuthentication: true unless anonymous access is intended');
   add('cookie secure', config.auth.cookie.secure ? 'ok' : production ? 'fail' : 'warn', `auth.cookie.secure is ${config.auth.cookie.secure}`, 'set auth.cookie.secure: true (HTTPS in front of svc); false is for plain-HTTP development only');
+}
 
+/**
+ * Steps 3 to 6, reachability and mail: the environment and the app's files. `loaded` false: `config`
+ * is the environment's alone (the config file did not load), so mail links, a file setting, wait.
+ */
+async function environmentChecks(config: Config, env: NodeJS.ProcessEnv, appRoot: string, production: boolean, add: Add, loaded: boolean): Promise<void> {
   // Step 3: environment.
   const obsolete = ['SERVER_TOKEN_SECRET', 'SVC_SERVER_TOKEN_SECRET'].filter((k) => env[k] !== undefined);
   add('JWT variables', obsolete.length ? 'fail' : 'ok', obsolete.length ? `${obsolete.join(', ')} still set (0.1.x JWT)` : 'no 0.1.x JWT variables', `remove ${obsolete.join(' and ')}: sessions need no token secret`);
@@ -234,11 +260,10 @@ export async function runChecks(env: NodeJS.ProcessEnv = process.env, other?: st
     add('SVC_MAIL_FROM', env.SVC_MAIL_FROM ? 'ok' : 'fail', env.SVC_MAIL_FROM ? config.env.mailFrom : `not set: mails come from "${config.env.mailFrom}"`, 'set SVC_MAIL_FROM to an address of your domain ("App <no-reply@example.com>"), or relays and mailboxes reject the mails');
     const linkBase = config.auth.email.linkBaseUrl;
     const listed = frontends.includes(new URL(linkBase).origin);
-    add('email links', listed ? 'ok' : 'fail', `links in mails go to ${linkBase}${listed ? '' : ', which is not in SVC_FRONTEND_URLS'}`, 'set auth.email.linkBaseUrl to a frontend listed in SVC_FRONTEND_URLS: its pages POST the tokens, and other origins are refused (csrf_failed)');
+    if (loaded) add('email links', listed ? 'ok' : 'fail', `links in mails go to ${linkBase}${listed ? '' : ', which is not in SVC_FRONTEND_URLS'}`, 'set auth.email.linkBaseUrl to a frontend listed in SVC_FRONTEND_URLS: its pages POST the tokens, and other origins are refused (csrf_failed)');
   } else {
     add('mail', 'ok', 'SVC_SMTP_URL not set: sign-up, verification, password reset and magic links are off (501 email_not_configured)');
   }
-  return checks;
 }
 
 const MARK: Record<Verdict, string> = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' };

@@ -146,6 +146,34 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
     const { code, out } = doctor(app({ 'svc.config.json': JSON.stringify({ auth: { cookie: { nmae: 'sid_app' } } }) }), {});
     expect(code).toBe(1);
     expect(out).toMatch(/FAIL config: [\s\S]*auth\.cookie\.nmae: unknown key/);
+    expect(out).toMatch(/^1 check failed$/m);
+  });
+
+  // A newcomer's walkthrough: sign-up without SVC_SMTP_URL printed that one line and "1 check failed",
+  // hiding every other check (a dead Redis, an obsolete JWT variable).
+  it('a config that does not load is one FAIL among the checks that need only the environment and the app files', async () => {
+    const root = app({ 'svc.config.json': JSON.stringify({ auth: { signup: { enabled: true } } }), 'plugins/legacy/index.js': "export default () => (req) => req.user._id;\n" });
+    const dead = `redis://127.0.0.1:${await freePort()}`;
+    const { code, out, lines } = doctor(root, { CACHE_URL: dead, MONGODB_URL: mongoUrl, SERVER_TOKEN_SECRET: 'old-jwt-secret' });
+    expect(code, out).toBe(1);
+    expect(lines[0]).toBe('FAIL config: auth.signup.enabled needs mail: set SVC_SMTP_URL (smtp://host:port or smtps://host:port)');
+    expect(lines[1]).toMatch(/^\s+fix: .*The checks below ran on the environment alone .*; cookie name, requireAuthentication and cookie secure wait for a config that loads$/);
+    expect(out).toMatch(/^FAIL JWT variables: SERVER_TOKEN_SECRET still set/m);
+    expect(out).toMatch(/^ok {3}CACHE_URL: /m);
+    expect(out).toMatch(/^FAIL Redis reachable: cannot reach store "cache" .*ECONNREFUSED/m);
+    expect(out).toMatch(/^ok {3}MongoDB reachable: ping answered$/m);
+    expect(out).toMatch(/^FAIL plugin sources: plugins\/legacy\/index\.js: req\.user/m);
+    expect(out).toMatch(/^FAIL landing page: /m);
+    expect(out).toMatch(/^ok {3}mail: SVC_SMTP_URL not set/m);
+    // What reads the file's own settings is not guessed from defaults.
+    expect(out).not.toMatch(/^(ok|WARN|FAIL) +(cookie name|requireAuthentication|cookie secure):/m);
+    expect(out).toMatch(/^5 checks failed$/m);
+  });
+
+  it('an environment that does not parse: its error in full, and the other checks need a config that loads', () => {
+    const { code, out } = doctor(app({}), { SVC_FRONTEND_URLS: 'not-a-url' });
+    expect(code).toBe(1);
+    expect(out).toBe('FAIL config: SVC_FRONTEND_URLS: "not-a-url" is not a URL\n       fix: fix the variables or keys named above (docs/configuration.md); the other checks need a config that loads\n1 check failed\n');
   });
 });
 

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
+import { readDoc } from '../support/docs.ts';
 import { redisServerAvailable, startPrivateRedis } from '../support/private-redis.ts';
 import { freePort, PROJECT_DIR, tempDir } from '../support/spawn.ts';
 
@@ -193,6 +194,13 @@ describe('svc doctor: the quick start', () => {
     expect(prod.code, prod.out).toBe(1);
     expect(prod.out).toMatch(/^FAIL cookie name: auth\.cookie\.name is not set \(default "sid_app"\) in production$/m);
     expect(prod.out).toMatch(/^FAIL SVC_FRONTEND_URLS: not set in production/m);
+  });
+
+  it("the operator's guide's example is a real run of the quick start, every line in order", () => {
+    const block = /```sh\nnpx svc doctor\n([\s\S]*?)```/.exec(readDoc('docs/operations.md'))?.[1];
+    expect(block, 'the `npx svc doctor` example in docs/operations.md').toBeDefined();
+    const real = doctor(PROJECT_DIR, { SVC_DATA_DIR: tempDir('svc-doctor-data-') });
+    expect(block!.trimEnd().split('\n').map((l) => l.replace(/^# /, ''))).toEqual(real.out.trimEnd().split('\n'));
   });
 });
 

@@ -8,6 +8,7 @@ import type { AppEnv } from '../http/env.ts';
 import { AppError } from '../http/errors.ts';
 import { defineRoute, mountRoutes } from '../http/route.ts';
 import type { ServerInstance } from '../instance.ts';
+import type { Logger } from '../logger.ts';
 import { defaultExport, namedExport } from '../typescript.ts';
 
 /** Compositions and interaction links a plugin contributes (SPEC.md "Landing seeds"; applied by `seeds.ts`). */
@@ -79,14 +80,28 @@ interface Candidate {
   entry?: string;
 }
 
-function folderPlugins(dir: string): Candidate[] {
+const ENTRIES = ['index.ts', 'index.js'];
+
+/**
+ * The folder plugins of `dir`: each folder with an entry file. A folder without one is not loaded: an
+ * npm package (a `package.json`, e.g. the CLI connector's workspace) quietly, as it is loaded by name
+ * instead; any other folder with a warning, since its plugin (a `plugin.ts` for `index.ts`) would
+ * otherwise be missing without a word.
+ */
+function folderPlugins(dir: string, logger: Logger): Candidate[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true })
     .filter((d) => d.isDirectory() && !d.name.startsWith('.') && d.name !== 'node_modules')
     .flatMap((d) => {
       const folder = path.join(dir, d.name);
-      const entry = ['index.ts', 'index.js'].map((f) => path.join(folder, f)).find((f) => existsSync(f));
-      if (!entry) return []; // an npm workspace package (e.g. the CLI connector) is loaded by name instead
+      const entry = ENTRIES.map((f) => path.join(folder, f)).find((f) => existsSync(f));
+      if (!entry) {
+        if (!existsSync(path.join(folder, 'package.json'))) {
+          const holds = readdirSync(folder).filter((f) => /\.(c|m)?[jt]s$/.test(f));
+          logger.warn({ plugin: d.name, folder }, `plugin folder "${d.name}" (${folder}) has no ${ENTRIES.join(' or ')}: not loaded${holds.length ? ` (it holds ${holds.slice(0, 5).join(', ')})` : ''}; a folder plugin's entry, which default-exports its factory, is ${ENTRIES.join(' or ')}`);
+        }
+        return [];
+      }
       if (!KEY.test(d.name)) throw new PluginError(`plugin folder "${d.name}" (${folder}): the key must be lowercase letters, digits and underscores`);
       if (RESERVED_PLUGIN_KEYS.includes(d.name)) throw new PluginError(`plugin folder "${d.name}" (${folder}): /${d.name} belongs to svc's own routes; name the folder for your plugin (e.g. acme__${d.name}_tools)`);
       return [{ key: d.name, prefix: `/${d.name}`, source: folder, load: () => import(pathToFileURL(entry).href), optionsKey: d.name, entry }];
@@ -150,8 +165,8 @@ export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugi
   const { appRoot } = instance.config.env;
   const appDir = appPluginsDir(appRoot);
   const candidates = [
-    ...folderPlugins(BUNDLED),
-    ...(appDir ? folderPlugins(appDir) : []),
+    ...folderPlugins(BUNDLED, instance.logger),
+    ...(appDir ? folderPlugins(appDir, instance.logger) : []),
     ...instance.config.plugins.map((name) => packagePlugin(name, appRoot)),
   ];
   const seen = new Map<string, string>();

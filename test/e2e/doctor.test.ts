@@ -174,7 +174,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
   it('an environment that does not parse: its error in full, and the other checks need a config that loads', () => {
     const { code, out } = doctor(app({}), { SVC_FRONTEND_URLS: 'not-a-url' });
     expect(code).toBe(1);
-    expect(out).toBe('FAIL config: SVC_FRONTEND_URLS: "not-a-url" is not a URL\n       fix: fix the variables or keys named above (docs/configuration.md); the other checks need a config that loads\n1 check failed\n');
+    expect(out).toBe('FAIL config: SVC_FRONTEND_URLS: "not-a-url" must start with http:// or https:// (e.g. http://not-a-url)\n       fix: fix the variables or keys named above (docs/configuration.md); the other checks need a config that loads\n1 check failed\n');
   });
 });
 

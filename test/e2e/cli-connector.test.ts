@@ -233,10 +233,13 @@ describe('argument rules', () => {
 });
 
 describe('execution', () => {
-  it('an unknown alias is 404 script_not_found; a program that cannot start is 500 execution_failed', async () => {
+  it('an unknown alias is 404 not_found (a very long one too); a program that cannot start is 500 execution_failed', async () => {
     const unknown = await script(alice, 'nope', {});
     expect(unknown.status).toBe(404);
-    expect((await code(unknown)).code).toBe('script_not_found');
+    expect((await code(unknown)).code).toBe('not_found');
+    const long = await script(alice, 'x'.repeat(100), {});
+    expect(long.status).toBe(404);
+    expect((await code(long)).code).toBe('not_found');
     const missing = await script(alice, 'missing', {});
     expect(missing.status).toBe(500);
     expect((await code(missing)).code).toBe('execution_failed');
@@ -289,7 +292,7 @@ describe('jobs', () => {
   it("another user's job is 404; an admin sees it in GET /jobs and can stop it after its owner logged out", async () => {
     const { id } = (await (await run(bob, 'sleep', ['30', 'stay'])).json()) as { id: string };
     expect((await job(alice, id)).status).toBe(404);
-    expect((await code(await job(alice, id, { signal: 'SIGKILL' }))).code).toBe('job_not_found');
+    expect((await code(await job(alice, id, { signal: 'SIGKILL' }))).code).toBe('not_found');
     expect((await bob.fetch('/auth/logout', { method: 'POST' })).status).toBe(204);
     const list = (await (await admin.fetch(`${PREFIX}/jobs`)).json()) as { id: string; cmd: string; argv: string[] }[];
     expect(list.find((j) => j.id === id)).toMatchObject({ cmd: 'sleep', argv: [path.join(FIXTURES, 'sleep.mjs'), '30', 'stay'] });
@@ -308,6 +311,9 @@ describe('jobs', () => {
     await job(alice, id, { signal: 'SIGKILL' });
     expect((await waitDone(alice, id)).done).toBe('SIGKILL');
     expect((await job(alice, 'nope-000000000000')).status).toBe(404);
+    const long = await job(alice, 'y'.repeat(100));
+    expect(long.status).toBe(404);
+    expect((await code(long)).code).toBe('not_found');
   });
 
   it('jobs are capped per user (3) and in all (10): one more is 409 too_many_jobs, and one user cannot block the others', async () => {

@@ -47,8 +47,9 @@ const optionsSchema = v.strictObject({
 
 const tags = ['cli-connector'];
 const argsSchema = v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(64 * 1024))), v.maxLength(256)), []);
-const cmdParams = v.object({ cmd: v.pipe(v.string(), v.maxLength(64)) });
-const idParams = v.object({ id: v.pipe(v.string(), v.maxLength(64)) });
+// Bounded by the URL's own limit only: an alias or job id that cannot exist is simply not there, 404.
+const cmdParams = v.object({ cmd: v.pipe(v.string(), v.maxLength(4096)) });
+const idParams = v.object({ id: v.pipe(v.string(), v.maxLength(4096)) });
 
 export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
   const parsed = v.safeParse(optionsSchema, instance.plugin.options ?? {});
@@ -71,7 +72,7 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
   /** The script `cmd`, if this user may run it (`admin: true` scripts: admins only). */
   const script = (cmd: string, user: { isAdmin: boolean }): Script => {
     const found = getScript(cmd);
-    if (!found) throw new AppError(404, 'script_not_found', `No script "${cmd.slice(0, 64)}" is registered`);
+    if (!found) throw new AppError(404, 'not_found', `No script "${cmd.slice(0, 64)}" is registered`);
     if (found.admin && !user.isAdmin) throw new AppError(403, 'forbidden', `Only admins may run "${found.alias}"`);
     return found;
   };
@@ -163,7 +164,7 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
       handler: (c, { params, body }) => {
         const user = c.get('authUser')!;
         const job = jobs.get(params.id, user.userId, user.isAdmin);
-        if (!job) throw new AppError(404, 'job_not_found', 'No such job (finished jobs are removed after a while)');
+        if (!job) throw new AppError(404, 'not_found', 'No such job (finished jobs are removed after a while)');
         if (body.signal !== undefined && !(SIGNALS as readonly unknown[]).includes(body.signal)) {
           throw new AppError(400, 'invalid_signal', `signal must be one of ${SIGNALS.join(', ')}`);
         }

@@ -63,7 +63,9 @@ function eventLimit(socket: Socket): (packet: unknown[], next: (err?: Error) => 
       tokens--;
       return next();
     }
-    if (dropped++ === 0) socket.emit('rate_limited', { code: 'too_many_requests', message: `at most ${EVENTS_PER_SECOND} events per second (bursts of ${EVENT_BURST}); events were dropped` });
+    // On this socket only, not through the adapter: with recovery on, `socket.emit` goes through the
+    // stream first, and the disconnect below would overtake it.
+    if (dropped++ === 0) socket.nsp.local.to(socket.id).emit('rate_limited', { code: 'too_many_requests', message: `at most ${EVENTS_PER_SECOND} events per second (bursts of ${EVENT_BURST}); events were dropped` });
     if (dropped >= EVENT_DROPS_TO_DISCONNECT) socket.disconnect(true);
   };
 }
@@ -105,6 +107,13 @@ export class Realtime {
     this.io = new Server({
       path: SOCKET_PATH,
       serveClient: false, // frontends bundle socket.io-client
+      // JSONP polling (`&j=`) is never served: its handshake is a <script> load, which sends no Origin,
+      // so a page of another origin could carry the session cookie past the handshake's origin check
+      // and read the connection's id from the script it gets back.
+      allowRequest: (req, answer) => {
+        const jsonp = /[?&]j=/.test(req.url ?? '');
+        answer(jsonp ? 'JSONP polling is not served' : null, !jsonp);
+      },
       // A client that lost its connection (an instance restarting, a network blip) and is back within
       // RECOVERY_MS gets its rooms and the events it missed, once its handshake has passed again
       // (`skipMiddlewares: false`, and see recovery.ts: core restores, after authenticating).
@@ -138,6 +147,10 @@ export class Realtime {
       () => void this.registry.recheckAll(),
     );
     this.io.attach(http);
+    // Engine.IO's answers are plain text or JSON: a browser must never run one as a script.
+    const nosniff = (headers: Record<string, string>) => void (headers['X-Content-Type-Options'] = 'nosniff');
+    this.io.engine.on('initial_headers', nosniff);
+    this.io.engine.on('headers', nosniff);
     // socket.io serves one path; requests a proxy forwarded with `/api` kept are renamed before it looks.
     const unprefix = (req: IncomingMessage) => {
       if (req.url?.startsWith(`${API_SOCKET_PATH}/`)) req.url = req.url.slice(API_SOCKET_PATH.length - SOCKET_PATH.length);
@@ -251,7 +264,9 @@ export class Realtime {
       socket.join(owner);
       this.registry.add(`work-session:${hashWorkSessionId(doc._id)}`, socket, check, expiryOf(doc), startedAt);
       // SPEC.md "Events": the guest's work session and the composition it opens.
-      if (composition !== undefined) socket.emit('joinConfirmation', { workSessionId: doc._id, composition });
+      // On this socket only, not through the adapter's stream: it carries the work session id, the
+      // guest's credential, which must not be written to the store (a reconnect is told again).
+      if (composition !== undefined) socket.nsp.local.to(socket.id).emit('joinConfirmation', { workSessionId: doc._id, composition });
     };
     return { owner, onConnected };
   }

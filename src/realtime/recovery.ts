@@ -106,6 +106,20 @@ function laterId(id: string, than: string): boolean {
 function addressedTo(socketRooms: string[], { rooms: to, except }: { rooms: string[]; except: string[] }): boolean {
   return (to.length === 0 || socketRooms.some((room) => to.includes(room))) && socketRooms.every((room) => !except.includes(room));
 }
+/** Where a stored session keeps the room of the caller it belonged to (core's `socket.data` fields are not stored). */
+const OWNER_KEY = '__svcOwner';
+
+/**
+ * `socket.data` as a session keeps it in the store for RECOVERY_MS: the data a plugin put there, and,
+ * instead of core's fields, the owner's room. A guest's work session id is its credential; only the
+ * room name, which carries a hash of it, leaves the process.
+ */
+function storedData(data: unknown): Record<string, unknown> {
+  const { authUser, workSession, ...pluginData } = (data ?? {}) as { authUser?: { userId?: string }; workSession?: { id?: string } } & Record<string, unknown>;
+  const owner = authUser?.userId !== undefined ? rooms.user(authUser.userId) : workSession?.id !== undefined ? rooms.workSession(workSession.id) : undefined;
+  return { ...pluginData, [OWNER_KEY]: owner };
+}
+
 /** The rooms core derives from the caller; a restored one must be the caller's own. */
 const CORE_ROOM = /^(user|work-session):/;
 
@@ -150,7 +164,7 @@ export class Recovery {
     a.restoreSession = () => Promise.resolve(null); // socket.io's own restore, before authentication: never
     a.persistSession = (session) => {
       const key = sha256(session.pid);
-      originals.persist({ ...session, pid: key });
+      originals.persist({ ...session, pid: key, data: storedData(session.data) });
       const write = this.resumePoint(originals)
         .then((offset) => offset !== undefined && this.redis.set(this.offsetKey(key), offset, 'PX', RECOVERY_MS))
         .catch(() => {});
@@ -223,8 +237,7 @@ export class Recovery {
       if (typeof offset !== 'string') return undefined;
       const session = await originals.restore(key, offset).catch(() => null); // unknown, expired or trimmed away
       if (!session) return undefined;
-      const data = (session.data ?? {}) as { authUser?: { userId?: string }; workSession?: { id?: string } } & Record<string, unknown>;
-      const was = data.authUser?.userId !== undefined ? `user:${data.authUser.userId}` : data.workSession?.id !== undefined ? rooms.workSession(data.workSession.id) : undefined;
+      const { [OWNER_KEY]: was, ...pluginData } = (session.data ?? {}) as Record<string, unknown>;
       const restored = session.rooms.filter((room) => room !== session.sid);
       const foreign = restored.filter((room) => CORE_ROOM.test(room) && room !== owner);
       if (was !== owner || foreign.length > 0) {
@@ -236,7 +249,6 @@ export class Recovery {
         originals.persist(kept); // still its owner's to recover
         return undefined;
       }
-      const { authUser: _u, workSession: _w, ...pluginData } = data;
       socket.data = { ...pluginData, ...socket.data };
       void socket.join(restored);
       // What the client presented, so it knows it recovered (`socket.recovered` on both ends).

@@ -5,6 +5,7 @@
 // with one's own cookie restores nothing. Revocation still ends access.
 
 import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import type { Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunningServer } from '../../src/server.ts';
@@ -33,8 +34,12 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
   const logs: string[] = [];
   let adminCookie: string;
 
+  const prefix = uniquePrefix();
+  let redis: Redis;
+
   beforeAll(async () => {
-    appRoot = makeAppRoot({ auth: { store: { keyPrefix: uniquePrefix() }, cookie: { secure: false } } });
+    redis = new Redis(redisUrl!);
+    appRoot = makeAppRoot({ auth: { store: { keyPrefix: prefix }, cookie: { secure: false } } });
     db = ownDatabase(mongoUrl);
     a = await startInstance({ redisUrl, mongoUrl: db, appRoot });
     b = await startInstance({ redisUrl, mongoUrl: db, appRoot, logs });
@@ -44,6 +49,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
   afterAll(async () => {
     for (const s of sockets) s.close();
     await Promise.all([a?.close(), b?.close()]);
+    redis?.disconnect();
   });
 
   async function user(isAdmin = false) {
@@ -199,9 +205,12 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
     const create = async () => (await (await call(a.url, 'POST', '/auth/work-sessions', adminCookie, { pluginData: { svc__todo: {} } })).json()) as { id: string };
     const [first, second] = [await create(), await create()];
     const guest = track(client(b.url, { auth: { sessionId: first.id } }));
-    const joined = nextEvent(guest, 'joinConfirmation'); // sent through the adapter: it carries an offset
+    const joined = nextEvent(guest, 'joinConfirmation');
     await connected(guest);
     await joined;
+    const hello = nextEvent(guest, 'hello'); // through the adapter: it carries an offset
+    b.instance.realtime.io.to(b.instance.realtime.rooms.workSession(first.id)).emit('hello', 1);
+    await hello;
     const { _pid: pid, _lastOffset: offset } = recoveryOf(guest);
     expect(offset).toMatch(/^\d+-\d+$/);
     await drop(b, guest);
@@ -216,6 +225,31 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
     await marker;
     expect(seen).toEqual(['joinConfirmation', 'marker']);
     other.close();
+  });
+
+  it("a guest's work session id (its credential) never reaches Redis: not in the stream, not in a kept session", async () => {
+    const ws = (await (await call(a.url, 'POST', '/auth/work-sessions', adminCookie, { pluginData: { svc__todo: {} } })).json()) as { id: string };
+    const guest = track(client(b.url, { auth: { sessionId: ws.id } }));
+    const joined = nextEvent<{ workSessionId: string }>(guest, 'joinConfirmation');
+    await connected(guest);
+    expect((await joined).workSessionId).toBe(ws.id);
+    const hello = nextEvent(guest, 'hello');
+    b.instance.realtime.io.to(b.instance.realtime.rooms.workSession(ws.id)).emit('hello', 1);
+    await hello;
+    const keysBefore = await redis.keys(`${prefix}socket.io-session:*`);
+    await drop(b, guest); // its session is kept for recovery
+    let kept: string[] = [];
+    await expect.poll(async () => (kept = (await redis.keys(`${prefix}socket.io-session:*`)).filter((k) => !keysBefore.includes(k))).length).toBeGreaterThan(0);
+    const everything = [
+      ...(await Promise.all(kept.map((k) => redis.getBuffer(k)))).map((v) => v?.toString('latin1') ?? ''),
+      ...(await redis.xrangeBuffer(`${prefix}socket.io`, '-', '+')).flatMap(([, fields]) => fields.map((f) => f.toString('latin1'))),
+    ].join('\n');
+    expect(everything).toContain('hello'); // what is there is readable
+    expect(everything).not.toContain(ws.id);
+    // It recovers all the same: the kept session names its owner by the room, a hash of the id.
+    guest.connect();
+    await connected(guest);
+    expect(guest.recovered).toBe(true);
   });
 
   describe('revocation still ends access', () => {

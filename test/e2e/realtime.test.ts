@@ -209,6 +209,19 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
       await connected(track(client(a.url, { cookie, extraHeaders: { cookie, origin: a.url }, transports: ['polling'] })));
     });
 
+    it('JSONP polling is refused (a <script> handshake sends no Origin and would carry the cookie past the origin check); answers say nosniff', async () => {
+      const cookie = await loginCookie(a.url, userEmail, PASSWORD);
+      for (const path of ['/socket.io', '/api/socket.io']) {
+        const jsonp = await fetch(`${a.url}${path}/?EIO=4&transport=polling&j=0`, { headers: { cookie } });
+        expect(jsonp.status).toBe(403);
+        expect(await jsonp.text()).not.toMatch(/sid|___eio/);
+      }
+      const polling = await fetch(`${a.url}/socket.io/?EIO=4&transport=polling`, { headers: { cookie } });
+      expect(polling.status).toBe(200);
+      expect(polling.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(await polling.text()).toMatch(/^0\{"sid":/);
+    });
+
     it('a guest never gets a cookie: the handshake response sets none', async () => {
       const ws = await workSession();
       const res = await fetch(`${a.url}/api/socket.io/?EIO=4&transport=polling`);
@@ -222,6 +235,17 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
       expect(answer.headers.getSetCookie()).toEqual([]);
       expect(await answer.text()).toMatch(/^40\{"sid":/);
     });
+  });
+
+  it('a flooding socket is told rate_limited before it is disconnected, also with recovery on (the notice does not go through the stream)', async () => {
+    const cookie = await loginCookie(b.url, userEmail, PASSWORD);
+    const socket = track(client(b.url, { cookie }));
+    await connected(socket);
+    const told = nextEvent<{ code: string }>(socket, 'rate_limited');
+    const gone = disconnection(socket);
+    for (let i = 0; i < 1000; i++) socket.emit('flood', i);
+    expect(await told).toMatchObject({ code: 'too_many_requests' });
+    expect((await gone).reason).toBe('io server disconnect');
   });
 
   describe('access ends within 5 s, whichever instance holds the socket', () => {

@@ -71,7 +71,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
       // An outage answers every request 503: one short line each, not a stack trace each.
       if (err.code === 'unavailable') logger.warn({ reqId: c.get('requestId'), cause: (err.cause as Error | undefined)?.message }, err.message);
       // Not built in this configuration (501 `email_not_configured`): the operator's choice, no fault.
-      else if (err.status === 501) logger.info({ reqId: c.get('requestId'), code: err.code }, err.message);
+      else if (err.code === 'email_not_configured') logger.info({ reqId: c.get('requestId'), code: err.code }, err.message);
       else if (err.status >= 500) logger.error({ reqId: c.get('requestId'), code: err.code, err: err.cause ?? err }, err.message);
       return c.json(err.toJSON(), err.status, err.headers);
     }

@@ -75,11 +75,6 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   resolveCoreToThisBuild();
   const log = logger ?? createLogger(config.env.logLevel);
   for (const warning of warnings) log.warn(warning);
-  const { linkBaseUrl } = config.auth.email;
-  if (config.env.smtpUrl && config.env.frontendUrls.length === 0 && linkBaseUrl === config.env.callbackBaseUrl.replace(/\/+$/, '')) {
-    // svc has no pages of its own at these paths: every reset or verification link would be a 404.
-    log.warn(`links in mails go to svc itself (${linkBaseUrl}${config.auth.email.paths.reset}?token=...), which has no such page: set SVC_FRONTEND_URLS (or auth.email.linkBaseUrl) to the frontend whose pages POST the tokens`);
-  }
   if (typeScriptRegistered()) log.info('the app has TypeScript files: they load through tsx');
   if (config.source) log.info({ file: config.source }, 'config loaded');
   const origins = allowedOrigins(config);

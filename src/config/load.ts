@@ -154,11 +154,17 @@ function smtpUrlProblem(url: string): string | undefined {
  * would start a new mail header.
  */
 function isOneMailbox(value: string): boolean {
-  if (/[\r\n]/.test(value)) return false;
+  // Control characters (a line break starts a header), and angle brackets that do not pair up.
+  const control = [...value].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f);
+  if (control || (value.match(/</g) ?? []).length !== (value.match(/>/g) ?? []).length) return false;
   const parsed = addressparser(value);
   const only = parsed.length === 1 ? parsed[0] : undefined;
-  return only !== undefined && !('group' in only && only.group) && /^[^@\s]+@[^@\s]+$/.test(only.address);
+  if (only === undefined || ('group' in only && only.group)) return false;
+  // A second address the parser took for the name (`a@b c@d`) is a list all the same.
+  return ADDR_SPEC.test(only.address) && !only.name.includes('@');
 }
+/** `local@domain` without the characters that delimit addresses, names and lists. */
+const ADDR_SPEC = /^[^@\s<>()",;:\\[\]]+@[^@\s<>()",;:\\[\]]+$/;
 
 function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; warnings: string[] } {
   const warnings: string[] = [];
@@ -401,6 +407,12 @@ export async function loadConfig(
   const { auth } = parsed.output;
   // Links in mails go to the frontend, whose page POSTs the token (CONTRACT 12).
   const linkBaseUrl = (auth.email.linkBaseUrl ?? env.frontendUrls[0] ?? env.callbackBaseUrl).replace(/\/+$/, '');
+  if (env.smtpUrl && auth.email.linkBaseUrl === undefined && env.frontendUrls.length === 0) {
+    // svc has no pages at these paths: unless a frontend served from its origin has them, every link is a 404.
+    warnings.push(
+      `links in mails go to svc's own address (${linkBaseUrl}${auth.email.paths.reset}?token=...): unless a frontend served from that origin has these pages, set SVC_FRONTEND_URLS (or auth.email.linkBaseUrl) to the frontend whose pages POST the tokens`,
+    );
+  }
   const config: Config = { ...parsed.output, auth: { ...auth, store: { keyPrefix: auth.store.keyPrefix ?? '' }, email: { ...auth.email, linkBaseUrl } }, env, source };
   // Only what sends mail needs the relay: `svc user create` on the same app root does not.
   for (const feature of ['signup', 'magicLink'] as const) {

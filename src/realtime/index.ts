@@ -111,7 +111,8 @@ export class Realtime {
       // so a page of another origin could carry the session cookie past the handshake's origin check
       // and read the connection's id from the script it gets back.
       allowRequest: (req, answer) => {
-        const jsonp = /[?&]j=/.test(req.url ?? '');
+        // As Engine.IO reads the query: decoded (`%6A`), and with or without a value (`&j`).
+        const jsonp = new URL(req.url ?? '/', 'http://localhost').searchParams.has('j');
         answer(jsonp ? 'JSONP polling is not served' : null, !jsonp);
       },
       // A client that lost its connection (an instance restarting, a network blip) and is back within

@@ -168,6 +168,10 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
     expect(await listed()).toEqual(home === 0 ? [{ key: `${prefix}here`, ttl: -1, type: 'string' }] : []);
     expect((await json(`${prefix}here`)).value).toBe('here');
     expect((await entry(`${prefix}here`, { db: other })).status).toBe(404);
+    // svc's own sessions are where its URL says: the run's database.
+    const prefixOf = t.instance.config.auth.store.keyPrefix;
+    const sessions = await (await admin.fetch(`/svc__cache/cacheEntries?${q({ pattern: `${prefixOf}session:*`, db: home, limit: 500 })}`)).json();
+    expect(sessions.items.length).toBeGreaterThan(0);
   });
 
   it('db is the database asked for also when an instance\'s URL names another one (redis://host/3: no db reads db 0)', async () => {
@@ -182,7 +186,9 @@ describe.skipIf(!redisUrl)('svc__cache on the shared Redis', () => {
         (await a.fetch(`/svc__cache/cacheEntry?${q({ instance: 'elsewhere', key: `${prefix}where`, ...(db === undefined ? {} : { db }) })}`)).json();
       expect((await read(home)).value).toBe('home');
       expect((await read(other)).error.code).toBe('not_found');
-      expect((await read()).value).toBe(home === 0 ? 'home' : undefined);
+      const unasked = await read();
+      if (home === 0) expect(unasked.value).toBe('home');
+      else expect(unasked.error.code).toBe('not_found'); // db 0, where this key is not
     } finally {
       await elsewhere.close();
     }

@@ -38,7 +38,7 @@ export default async function scripts(instance) {
   registerScriptByConfig('deny', { exe: node, args: [${fx('print-argv.mjs')}, { deny: 'secret' }] });
   registerScriptByConfig('file', { exe: node, args: [${fx('print-argv.mjs')}, { path: ${JSON.stringify(base)} }] });
   registerScriptByConfig('concat', { exe: node, args: [${fx('print-argv.mjs')}, ['--name=', { allow: '[a-z]+' }, '.txt']] });
-  registerScriptByConfig('sleep', { exe: node, args: [${fx('sleep.mjs')}, { allow: '\\\\d+' }, { allow: 'ignore-term|stay' }] });
+  registerScriptByConfig('sleep', { exe: node, args: [${fx('sleep.mjs')}, { allow: '\\\\d+' }, { allow: 'ignore-term|exit-on-term|stay' }] });
   registerScriptByConfig('flood', { exe: node, args: [${fx('flood.mjs')}, { allow: '\\\\d+' }] });
   registerScriptByConfig('missing', { exe: '/nonexistent/program' });
   registerScriptByConfig('count', { exe: node, args: [${fx('count-lines.mjs')}] });
@@ -237,7 +237,7 @@ describe('execution', () => {
     const unknown = await script(alice, 'nope', {});
     expect(unknown.status).toBe(404);
     expect((await code(unknown)).code).toBe('not_found');
-    const long = await script(alice, 'x'.repeat(100), {});
+    const long = await script(alice, 'x'.repeat(5000), {});
     expect(long.status).toBe(404);
     expect((await code(long)).code).toBe('not_found');
     const missing = await script(alice, 'missing', {});
@@ -245,7 +245,7 @@ describe('execution', () => {
     expect((await code(missing)).code).toBe('execution_failed');
   });
 
-  it('the timeout ends a script with SIGTERM (status "SIGTERM"); one that ignores it is killed, and the status still names the timeout', async () => {
+  it('the timeout ends a script with SIGTERM (status "SIGTERM"); one that ignores it is killed, one that exits 0 on it timed out: the status names the timeout', async () => {
     const term = (await (await script(alice, 'sleep', { args: ['30', 'stay'] })).json()) as { status: unknown; stdout: string };
     expect(term).toMatchObject({ status: 'SIGTERM', stdout: 'sleeping\n' });
     const started = Date.now();
@@ -254,6 +254,9 @@ describe('execution', () => {
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(killed.status).toBe('SIGTERM');
     expect(killed.stdout).toContain('ignored SIGTERM');
+    // One that exits 0 on it timed out all the same: not a success.
+    const cleaned = (await (await script(alice, 'sleep', { args: ['30', 'exit-on-term'] })).json()) as { status: unknown; stdout: string };
+    expect(cleaned).toEqual({ status: 'SIGTERM', stdout: 'sleeping\ncleaned up\n', stderr: '' });
   });
 
   it('input goes to stdin', async () => {

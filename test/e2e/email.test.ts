@@ -612,7 +612,7 @@ describe('templates, notices and the transport', () => {
   });
 
   it('SVC_MAIL_FROM must be one address ("Name <a@b>" or "a@b") on one line: anything else stops start-up naming the variable', async () => {
-    for (const from of ['junk', 'junk@', '@example.com', 'a@b, c@d', 'App <>', 'team: a@b;', 'a@b@c', 'App <a@b>\r\nBcc: x@y']) {
+    for (const from of ['junk', 'junk@', '@example.com', 'a@b, c@d', 'a@b c@d', 'a@b>', '<a@b', 'a@b\u0000', 'App <>', 'team: a@b;', 'a@b@c', 'App <a@b>\r\nBcc: x@y']) {
       await expect(loadConfig({ SVC_APP_PATH: '/nonexistent-app', SVC_MAIL_FROM: from }, { raw: {} }), from).rejects.toThrow(/^SVC_MAIL_FROM must be one address/);
     }
     for (const from of ['a@b', 'App <no-reply@example.com>', '"Example, Inc." <no-reply@example.com>']) {
@@ -623,14 +623,15 @@ describe('templates, notices and the transport', () => {
 });
 
 describe('start-up', () => {
-  it('warns when mails would link to svc itself (SMTP set, no SVC_FRONTEND_URLS, no auth.email.linkBaseUrl); quiet with a frontend', async () => {
-    for (const frontend of [undefined, FRONTEND]) {
+  it('warns when mails would link to svc itself (SMTP set, no SVC_FRONTEND_URLS, no auth.email.linkBaseUrl); quiet with a frontend or a link base set', async () => {
+    const cases = [{}, { env: { SVC_FRONTEND_URLS: FRONTEND } }, { config: { auth: { email: { linkBaseUrl: 'http://localhost:3000' } } } }];
+    for (const [i, c] of cases.entries()) {
       const logs: string[] = [];
-      const server = await startInstance({ env: { SVC_SMTP_URL: smtp.url, ...(frontend ? { SVC_FRONTEND_URLS: frontend } : {}) }, logs });
+      const server = await startInstance({ env: { SVC_SMTP_URL: smtp.url, ...c.env }, config: c.config, logs });
       try {
-        const warned = logs.filter((line) => line.includes('links in mails go to svc itself'));
-        if (frontend) expect(warned).toEqual([]);
-        else expect(warned.join('\n')).toMatch(/\(http:\/\/[^ ]+\/reset-password\?token=\.\.\.\)/);
+        const warned = logs.filter((line) => line.includes("links in mails go to svc's own address"));
+        if (i > 0) expect(warned).toEqual([]);
+        else expect(warned.join('\n')).toMatch(/\(http:\/\/[^ ]+\/reset-password\?token=\.\.\.\): unless a frontend served from that origin has these pages/);
       } finally {
         await server.close();
       }

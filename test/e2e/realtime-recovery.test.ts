@@ -241,10 +241,12 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
     let kept: string[] = [];
     await expect.poll(async () => (kept = (await redis.keys(`${prefix}socket.io-session:*`)).filter((k) => !keysBefore.includes(k))).length).toBeGreaterThan(0);
     const everything = [
-      ...(await Promise.all(kept.map((k) => redis.getBuffer(k)))).map((v) => v?.toString('latin1') ?? ''),
+      // A kept session is base64 of msgpack, whose strings are their UTF-8 bytes as they are.
+      ...(await Promise.all(kept.map((k) => redis.get(k)))).map((v) => Buffer.from(v ?? '', 'base64').toString('latin1')),
       ...(await redis.xrangeBuffer(`${prefix}socket.io`, '-', '+')).flatMap(([, fields]) => fields.map((f) => f.toString('latin1'))),
     ].join('\n');
-    expect(everything).toContain('hello'); // what is there is readable
+    expect(everything).toContain('hello'); // what is there is readable: the stream's event
+    expect(everything).toContain('work-session:'); // and the kept session's owner, by room
     expect(everything).not.toContain(ws.id);
     // It recovers all the same: the kept session names its owner by the room, a hash of the id.
     guest.connect();

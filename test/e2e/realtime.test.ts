@@ -211,10 +211,12 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
 
     it('JSONP polling is refused (a <script> handshake sends no Origin and would carry the cookie past the origin check); answers say nosniff', async () => {
       const cookie = await loginCookie(a.url, userEmail, PASSWORD);
-      for (const path of ['/socket.io', '/api/socket.io']) {
-        const jsonp = await fetch(`${a.url}${path}/?EIO=4&transport=polling&j=0`, { headers: { cookie } });
-        expect(jsonp.status).toBe(403);
-        expect(await jsonp.text()).not.toMatch(/sid|___eio/);
+      for (const query of ['j=0', 'j', '%6A=0', 'j=']) {
+        for (const path of ['/socket.io', '/api/socket.io']) {
+          const jsonp = await fetch(`${a.url}${path}/?EIO=4&transport=polling&${query}`, { headers: { cookie } });
+          expect(jsonp.status, `${path} ${query}`).toBe(403);
+          expect(await jsonp.text()).not.toMatch(/sid|___eio/);
+        }
       }
       const polling = await fetch(`${a.url}/socket.io/?EIO=4&transport=polling`, { headers: { cookie } });
       expect(polling.status).toBe(200);

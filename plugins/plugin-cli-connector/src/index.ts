@@ -47,9 +47,9 @@ const optionsSchema = v.strictObject({
 
 const tags = ['cli-connector'];
 const argsSchema = v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(64 * 1024))), v.maxLength(256)), []);
-// Bounded by the URL's own limit only: an alias or job id that cannot exist is simply not there, 404.
-const cmdParams = v.object({ cmd: v.pipe(v.string(), v.maxLength(4096)) });
-const idParams = v.object({ id: v.pipe(v.string(), v.maxLength(4096)) });
+// No length rule: an alias or job id that cannot exist is simply not there, 404 (Node bounds the request line).
+const cmdParams = v.object({ cmd: v.string() });
+const idParams = v.object({ id: v.string() });
 
 export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
   const parsed = v.safeParse(optionsSchema, instance.plugin.options ?? {});

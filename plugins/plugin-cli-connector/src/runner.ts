@@ -97,6 +97,11 @@ export class Run {
   private exit: number | string | undefined;
   private settle!: () => void;
 
+  /** Whether the program itself has exited (its output may still be read: `done` comes with the pipes' end). */
+  get exited(): boolean {
+    return this.exit !== undefined || this.done !== undefined;
+  }
+
   constructor(
     readonly script: Script,
     readonly argv: string[],
@@ -304,8 +309,8 @@ export class Runner {
 
   /**
    * `POST /script/:cmd`: runs to the end or the timeout (SIGTERM, then SIGKILL, answering by timeout +
-   * 1 s); the whole output. A run the timeout ended by a signal answers `"SIGTERM"` (CONTRACT section 8),
-   * also when the program ignored it and the SIGKILL that followed ended it.
+   * 1 s); the whole output. A run the timeout ended answers `"SIGTERM"` (CONTRACT section 8) however it
+   * then ended: by that signal, by the SIGKILL that followed, or by exiting with a code of its own.
    */
   async script(script: Script, argv: string[], input: string | undefined, timeoutMs: number) {
     const run = this.start(script, argv, input !== undefined);
@@ -313,7 +318,7 @@ export class Runner {
     let timedOut = false;
     const timers: NodeJS.Timeout[] = [
       setTimeout(() => {
-        timedOut = run.done === undefined;
+        timedOut = !run.exited;
         run.signal('SIGTERM');
       }, timeoutMs),
       setTimeout(() => run.signal('SIGKILL'), timeoutMs + KILL_GRACE_MS),
@@ -325,7 +330,7 @@ export class Runner {
       for (const timer of timers) clearTimeout(timer);
     }
     if (run.failure !== undefined) throw new ExecutionError(`"${script.alias}": ${run.failure}`);
-    const status = timedOut && typeof run.done === 'string' ? 'SIGTERM' : run.done!;
+    const status = timedOut ? 'SIGTERM' : run.done!;
     return { stdout: run.context.stdout.join(''), stderr: run.context.stderr.join(''), status };
   }
 }

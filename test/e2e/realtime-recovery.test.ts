@@ -49,6 +49,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
   afterAll(async () => {
     for (const s of sockets) s.close();
     await Promise.all([a?.close(), b?.close()]);
+    await redis?.del(`${prefix}socket.io`); // the adapter's stream, the one key without a TTL
     redis?.disconnect();
   });
 

@@ -13,6 +13,7 @@ import {
   client,
   connected,
   disconnection,
+  dropAdapterStream,
   loginCookie,
   makeAppRoot,
   nextEvent,
@@ -42,9 +43,10 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
   let adminCookie: string;
   let userId: string;
   let userEmail: string;
+  const prefix = uniquePrefix();
 
   beforeAll(async () => {
-    const appRoot = makeAppRoot({ auth: { store: { keyPrefix: uniquePrefix() }, cookie: { secure: false } } });
+    const appRoot = makeAppRoot({ auth: { store: { keyPrefix: prefix }, cookie: { secure: false } } });
     const db = ownDatabase(mongoUrl);
     a = await startInstance({ redisUrl, mongoUrl: db, appRoot });
     b = await startInstance({ redisUrl, mongoUrl: db, appRoot });
@@ -63,6 +65,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
   afterAll(async () => {
     for (const s of sockets) s.close();
     await Promise.all([a?.close(), b?.close()]);
+    await dropAdapterStream(redisUrl!, prefix);
   });
 
   async function workSession(body: Record<string, unknown> = {}): Promise<{ id: string; expiresAt: string | null }> {
@@ -351,7 +354,8 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
   });
 
   it('shutting an instance down closes its sockets (clients reconnect elsewhere)', async () => {
-    const appRoot = makeAppRoot({ auth: { store: { keyPrefix: uniquePrefix() } } });
+    const own = uniquePrefix();
+    const appRoot = makeAppRoot({ auth: { store: { keyPrefix: own } } });
     const c = await startInstance({ redisUrl, mongoUrl: ownDatabase(mongoUrl), appRoot });
     const ws = await c.instance.auth.workSessions.create({ pluginData: { svc__todo: {} } });
     const socket = track(client(c.url, { auth: { sessionId: ws._id } }));
@@ -360,6 +364,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
     await c.close();
     // The transport ends (not "io server disconnect"): a client with reconnection on tries again, elsewhere.
     expect((await gone).reason).toMatch(/^transport (close|error)$/);
+    await dropAdapterStream(redisUrl!, own);
   });
 });
 

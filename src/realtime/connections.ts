@@ -5,6 +5,14 @@ import type { Socket } from 'socket.io';
 export type EndCode = 'unauthenticated' | 'invalid_work_session';
 
 /**
+ * One socket, past the adapter: what is emitted is written to it now and stored nowhere. With connection
+ * state recovery `socket.emit` goes through the adapter's Redis stream first, so it is kept there and
+ * arrives after a disconnect that follows it: this is for notices that come before a disconnect, that
+ * carry a credential, or that were stored already (recovered packets).
+ */
+export const direct = (socket: Socket) => socket.nsp.local.to(socket.id);
+
+/**
  * What re-checking a subject concluded: still valid (until `until`, epoch ms, when an end is known;
  * `refresh` updates each socket's data and answers false for a socket that lost its access), or over.
  */
@@ -28,9 +36,8 @@ function close(socket: Socket, code: EndCode, whole = true): void {
   // main socket, whichever namespace was tracked first (socket.io's Client keeps them in `sockets`).
   const onConnection = (socket.client as unknown as { sockets?: Map<string, Socket> }).sockets;
   const told = whole && onConnection?.size ? [...onConnection.values()] : [socket];
-  // Written now, before the disconnect: with connection state recovery `socket.emit` goes through the
-  // adapter (Redis) first and would arrive after it. Not kept for recovery either: access is over.
-  for (const s of told) s.nsp.local.to(s.id).emit('sessionEnded', { code });
+  // Before the disconnect, and not kept for recovery: access is over.
+  for (const s of told) direct(s).emit('sessionEnded', { code });
   socket.disconnect(whole);
 }
 

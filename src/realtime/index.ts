@@ -11,7 +11,7 @@ import type { Collection, Database, Doc } from '../db/index.ts';
 import type { AuthUser, WorkSessionGuest } from '../http/env.ts';
 import { COMPOSITION_COLLECTION } from '../plugins/collections.ts';
 import type { Store, Subscription } from '../store/store.ts';
-import { ConnectionRegistry, type CheckResult } from './connections.ts';
+import { ConnectionRegistry, direct, type CheckResult } from './connections.ts';
 import { RECOVERY_MS, Recovery, STREAM_MAX_LENGTH, type RecoveryRedis } from './recovery.ts';
 import { guardListeners } from './guarded-listeners.ts';
 import { handshake, HandshakeError, namespacePlugin, type Caller } from './handshake.ts';
@@ -63,9 +63,8 @@ function eventLimit(socket: Socket): (packet: unknown[], next: (err?: Error) => 
       tokens--;
       return next();
     }
-    // On this socket only, not through the adapter: with recovery on, `socket.emit` goes through the
-    // stream first, and the disconnect below would overtake it.
-    if (dropped++ === 0) socket.nsp.local.to(socket.id).emit('rate_limited', { code: 'too_many_requests', message: `at most ${EVENTS_PER_SECOND} events per second (bursts of ${EVENT_BURST}); events were dropped` });
+    // Direct: the disconnect below must not overtake it.
+    if (dropped++ === 0) direct(socket).emit('rate_limited', { code: 'too_many_requests', message: `at most ${EVENTS_PER_SECOND} events per second (bursts of ${EVENT_BURST}); events were dropped` });
     if (dropped >= EVENT_DROPS_TO_DISCONNECT) socket.disconnect(true);
   };
 }
@@ -198,7 +197,7 @@ export class Realtime {
           this.pending.set(socket, () => {
             // As they were sent (each ends with its stream offset), on this socket only, not stored
             // again: the missed ones, then those handed over while the socket was not yet connected.
-            if (restored) for (const packet of [...restored.missed, ...restored.caughtUp()]) socket.nsp.local.to(socket.id).emit(...(packet as [string, ...unknown[]]));
+            if (restored) for (const packet of [...restored.missed, ...restored.caughtUp()]) direct(socket).emit(...(packet as [string, ...unknown[]]));
             onConnected();
           });
           next();
@@ -265,9 +264,9 @@ export class Realtime {
       socket.join(owner);
       this.registry.add(`work-session:${hashWorkSessionId(doc._id)}`, socket, check, expiryOf(doc), startedAt);
       // SPEC.md "Events": the guest's work session and the composition it opens.
-      // On this socket only, not through the adapter's stream: it carries the work session id, the
-      // guest's credential, which must not be written to the store (a reconnect is told again).
-      if (composition !== undefined) socket.nsp.local.to(socket.id).emit('joinConfirmation', { workSessionId: doc._id, composition });
+      // Direct: it carries the work session id, the guest's credential, which must not be written to
+      // the store (a reconnect is told again).
+      if (composition !== undefined) direct(socket).emit('joinConfirmation', { workSessionId: doc._id, composition });
     };
     return { owner, onConnected };
   }

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import type { Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunningServer } from '../../src/server.ts';
-import { call, client, connected, disconnection, loginCookie, makeAppRoot, nextEvent, refusal, startInstance, uniquePrefix } from '../support/realtime.ts';
+import { call, client, connected, disconnection, dropAdapterStream, loginCookie, makeAppRoot, nextEvent, refusal, startInstance, uniquePrefix } from '../support/realtime.ts';
 
 const redisUrl = inject('redisUrl');
 const mongoUrl = inject('mongoUrl');
@@ -49,8 +49,8 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
   afterAll(async () => {
     for (const s of sockets) s.close();
     await Promise.all([a?.close(), b?.close()]);
-    await redis?.del(`${prefix}socket.io`); // the adapter's stream, the one key without a TTL
     redis?.disconnect();
+    await dropAdapterStream(redisUrl!, prefix);
   });
 
   async function user(isAdmin = false) {

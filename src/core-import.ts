@@ -7,7 +7,9 @@
  * for `import` through a module resolve hook, and for `require` (an app file Node runs as CommonJS, from a
  * folder whose package.json lacks `"type": "module"`) by the CommonJS cache holding that entry already,
  * as this process loaded it. `require` finds the name outside svc's folder only where Node has
- * `registerHooks` (22.15+): there one in-thread hook serves both.
+ * `registerHooks` (22.15+): there one in-thread hook serves both. Before that, `module.register` runs
+ * hooks on a thread of their own (about 11 MB of RSS), so there it is registered only when the app
+ * brings code that could import the name.
  */
 import * as nodeModule from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -22,23 +24,29 @@ export function resolve(specifier, context, next) {
   return specifier === '@svc/core' ? { url: target, shortCircuit: true } : next(specifier, context);
 }`;
 
-// Once per process: vitest evaluates this module once per test file in the same process.
+// Once per process: vitest evaluates this module once per test file in the same process. 'entry': the
+// cache entry is filled, the hook not yet registered (Node < 22.15, no app code so far); 'hook': both.
 const done = Symbol.for('svc.coreImport');
 
-/** Registers the hook (after tsx's, so it runs first) and fills the cache entry; later calls do nothing. */
-export function resolveCoreToThisBuild(): void {
-  const scope = globalThis as { [done]?: true };
-  if (scope[done]) return;
-  scope[done] = true;
+/**
+ * Registers the hook (after tsx's, so it runs first) and fills the cache entry, once per process.
+ * `appCode`: whether the app brings code of its own (plugins, config or seed files, plugin packages).
+ */
+export function resolveCoreToThisBuild(appCode: boolean): void {
+  const scope = globalThis as { [done]?: 'entry' | 'hook' };
+  if (scope[done] === 'hook' || (scope[done] === 'entry' && !appCode)) return;
   const target = new URL(import.meta.url.endsWith('.ts') ? './index.ts' : './index.js', import.meta.url).href;
+  if (!scope[done]) {
+    const file = fileURLToPath(target);
+    const entry = new nodeModule.Module(file);
+    Object.assign(entry, { filename: file, loaded: true, exports: core });
+    nodeModule.createRequire(import.meta.url).cache[file] = entry;
+  }
   const { registerHooks } = nodeModule as { registerHooks?: (hooks: { resolve: SyncResolve }) => unknown };
   if (registerHooks) {
     registerHooks({ resolve: (specifier, context, next) => (specifier === '@svc/core' ? { url: target, shortCircuit: true } : next(specifier, context)) });
-  } else {
+  } else if (appCode) {
     nodeModule.register(`data:text/javascript,${encodeURIComponent(HOOKS)}`, { data: { target } });
   }
-  const file = fileURLToPath(target);
-  const entry = new nodeModule.Module(file);
-  Object.assign(entry, { filename: file, loaded: true, exports: core });
-  nodeModule.createRequire(import.meta.url).cache[file] = entry;
+  scope[done] = registerHooks || appCode ? 'hook' : 'entry';
 }

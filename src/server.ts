@@ -22,7 +22,7 @@ import { Stores } from './store/index.ts';
 import { sessionLane } from '../routes/auth/session.ts';
 import { resolveCoreToThisBuild } from './core-import.ts';
 import { answerClientErrors, requireHost, unusableRequest } from './http/client-error.ts';
-import { appTypeScriptFiles, typeScriptFor, typeScriptRegistered } from './typescript.ts';
+import { appCodeFiles, typeScriptFor, typeScriptRegistered } from './typescript.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
 export async function buildInstance(config: Config, logger: Logger, stores: Stores, db: Database): Promise<ServerInstance> {
@@ -63,7 +63,8 @@ export interface RunningServer {
 export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?: Logger): Promise<RunningServer> {
   // Compiled svc loads TypeScript app files (config, plugins, seeds, a TS plugin package) through tsx, only if there are any.
   const appRoot = path.resolve(env.SVC_APP_PATH || process.cwd());
-  await typeScriptFor(appTypeScriptFiles(appRoot, appPluginsDir(appRoot)));
+  const appCode = appCodeFiles(appRoot, appPluginsDir(appRoot));
+  await typeScriptFor(appCode);
   const { config, warnings } = await loadConfig(env);
   await typeScriptFor(config.plugins.flatMap((name) => {
     try {
@@ -72,7 +73,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
       return []; // not installed: the loader says so, naming the plugin
     }
   }));
-  resolveCoreToThisBuild();
+  resolveCoreToThisBuild(appCode.length > 0 || config.plugins.length > 0);
   const log = logger ?? createLogger(config.env.logLevel);
   for (const warning of warnings) log.warn(warning);
   if (typeScriptRegistered()) log.info('the app has TypeScript files: they load through tsx');

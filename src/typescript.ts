@@ -12,21 +12,24 @@ const fromSources = import.meta.url.endsWith('.ts');
 let registered = false;
 
 const isTypeScript = (file: string) => /\.(c|m)?tsx?$/.test(file) && !file.endsWith('.d.ts');
+const isCode = (file: string) => isTypeScript(file) || /\.(c|m)?js$/.test(file);
 
 /**
- * TypeScript files an app root brings: its config file, and anything under config/ and `pluginsDir`
- * (its plugins/, or none when that folder is svc's own: `appPluginsDir` of the loader).
+ * Code files (JavaScript or TypeScript) an app root brings: its config file, and anything under config/
+ * and `pluginsDir` (its plugins/, or none when that folder is svc's own: `appPluginsDir` of the loader).
  */
-export function appTypeScriptFiles(appRoot: string, pluginsDir: string | undefined): string[] {
+export function appCodeFiles(appRoot: string, pluginsDir: string | undefined): string[] {
   const found: string[] = [];
-  if (existsSync(path.join(appRoot, 'svc.config.ts'))) found.push(path.join(appRoot, 'svc.config.ts'));
+  for (const name of ['svc.config.ts', 'svc.config.js']) {
+    if (existsSync(path.join(appRoot, name))) found.push(path.join(appRoot, name));
+  }
   const walk = (dir: string, depth: number) => {
     if (depth > 4 || !existsSync(dir)) return;
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       if (entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full, depth + 1);
-      else if (isTypeScript(entry.name)) found.push(full);
+      else if (isCode(entry.name)) found.push(full);
     }
   };
   if (pluginsDir) walk(pluginsDir, 0);

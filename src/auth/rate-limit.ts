@@ -46,8 +46,9 @@ export function rateLimitSubject(ip: string): string {
  * Both counters are taken BEFORE the password is verified (one atomic INCR each per attempt), so
  * parallel guesses cannot all pass the check while the first ones are still verifying: of N parallel
  * attempts at most 50 per IP and 5 per email+IP reach the password check. A success gives its
- * attempt back to the IP and clears the email+IP counter; an attempt that could not be judged
- * (store or database down, server busy) gives back both.
+ * attempt back to the IP and clears the email+IP counter; an attempt the email+IP limit refuses gives
+ * its attempt back to the IP (it checked nothing); an attempt that could not be judged (store or
+ * database down, server busy) gives back both.
  */
 export class LoginRateLimit {
   constructor(
@@ -72,7 +73,12 @@ export class LoginRateLimit {
   async check(email: string, ip: string): Promise<void> {
     const keys = this.keys(email, ip);
     if ((await this.store.incr(keys.ip, WINDOW)) > PER_IP) await this.refuse(keys.ip);
-    if ((await this.store.incr(keys.pair, WINDOW)) > PER_EMAIL_AND_IP) await this.refuse(keys.pair);
+    if ((await this.store.incr(keys.pair, WINDOW)) > PER_EMAIL_AND_IP) {
+      // Refused unchecked: no failure, so the IP gets its attempt back (else 40 tries at one locked
+      // email left the address 10 failures for every other account instead of 45).
+      await this.giveBack(keys.ip);
+      await this.refuse(keys.pair);
+    }
   }
 
   /** An attempt that could not be judged (store or database down, server busy) does not count. */

@@ -136,6 +136,21 @@ describe.skipIf(!redisUrl)('races on real Redis with two instances', () => {
     expect(counts.too_many_attempts ?? 0).toBeGreaterThanOrEqual(35);
   });
 
+  // CONTRACT 3: 429 "after 5 failures per email+IP or 50 per IP". Attempts the email+IP lock refused
+  // are no failures (no password was checked): counted against the IP, 40 tries at one email left
+  // the address 10 failures for every other account instead of 45.
+  it('login limit: tries the email+IP lock refused do not use up the IP: after 40 parallel at one email, the IP still has its 50 failures', async () => {
+    const user = await A.createUser();
+    const ip = nextIp();
+    const burst = tally(await Promise.all(Array.from({ length: 40 }, (_, i) => new Jar(ip).fetch(on(i), '/auth/login', { method: 'POST', json: { email: user.email, password: `wrong ${i}` } }).then(codeOf))));
+    const checked = burst.invalid_credentials ?? 0;
+    expect(checked, JSON.stringify(burst)).toBeLessThanOrEqual(5);
+    const codes: string[] = [];
+    for (let i = 0; i < 50 - checked + 1; i++) codes.push(await codeOf(await new Jar(ip).fetch(on(i), '/auth/login', { method: 'POST', json: { email: `other-${i}-${ip}@example.com`, password: 'wrong password' } })));
+    expect(tally(codes.slice(0, -1)), JSON.stringify(burst)).toEqual({ invalid_credentials: 50 - checked });
+    expect(codes.at(-1)).toBe('too_many_attempts');
+  });
+
   it('TOTP, one pending login: 40 parallel wrong codes over both instances: at most 5 checked', async () => {
     const user = await A.createUser();
     const { totp } = await withTotp(user);

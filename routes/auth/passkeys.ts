@@ -134,6 +134,6 @@ export const loginPasskey = ({ auth }: ServerInstance) =>
         await auth.startSecondStep(c, { userId: user._id, epoch: epochOf(user), provider: 'passkey' });
         return c.json({ mfaRequired: true });
       }
-      return startSession(c, auth, user, 'passkey');
+      return startSession(c, auth, user, 'passkey', { refused: () => new AppError(401, 'invalid_passkey', 'The passkey was not accepted: the account changed during the login; try again') });
     },
   });

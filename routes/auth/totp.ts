@@ -111,6 +111,7 @@ export const loginTotp = ({ auth }: ServerInstance) =>
       if (!ok) await auth.mfa.wrong(c, held, tries);
       await codeTry.succeeded();
       await auth.mfa.end(c);
-      return startSession(c, auth, user, held.provider, { returnTo: held.returnTo });
+      // An account change since the first step (the epoch check above raced it) ends this login: mfa_expired, as above.
+      return startSession(c, auth, user, held.provider, { returnTo: held.returnTo, refused: expired });
     },
   });

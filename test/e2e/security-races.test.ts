@@ -376,6 +376,37 @@ describe.skipIf(!redisUrl)('races on real Redis with two instances', () => {
     expect(await alive(ids)).toBe(0);
   });
 
+  // CONTRACT 10/11: the second step answers invalid_code or mfa_expired, a passkey login invalid_passkey.
+  // A lifecycle event between the check and the session write refused them with the password login's
+  // 401 invalid_credentials ("the email or the password is wrong") on a page that asked for neither.
+  it('a second step or passkey login that a password change overtakes answers its own code, never invalid_credentials (4 rounds)', async () => {
+    const user = await A.createUser();
+    const jar = await signedIn(A, user);
+    const device = new SoftAuthenticator(FRONTEND);
+    const creation = (await (await jar.fetch(A, '/auth/passkeys/options', { method: 'POST' })).json()) as CreationOptions;
+    expect((await jar.fetch(B, '/auth/passkeys', { method: 'POST', json: { response: device.create(creation) } })).status).toBe(201);
+    const seen: Record<string, number>[] = [];
+    for (let round = 0; round < 4; round++) {
+      const browsers = Array.from({ length: 10 }, () => new Jar());
+      const requests = await Promise.all(browsers.map(async (b, i) => (await (await b.fetch(on(i), '/auth/login/passkey/options', { method: 'POST' })).json()) as RequestOptions));
+      const logins = browsers.map((b, i) => sleep(i * 4).then(() => b.fetch(on(i + 1), '/auth/login/passkey', { method: 'POST', json: { response: device.get(requests[i]!) } })).then(codeOf));
+      await sleep(8);
+      await B.instance.auth.updateUser(user.id, { password: `a brand new password ${round}` });
+      seen.push(tally(await Promise.all(logins)));
+    }
+    const second = await A.createUser();
+    const { recoveryCodes } = await withTotp(second);
+    for (let round = 0; round < 4; round++) {
+      const pending = await Promise.all(Array.from({ length: 2 }, (_, i) => pendingLogin({ ...second, password: round === 0 ? second.password : `a new password ${round - 1}` }, on(i))));
+      const steps = pending.map((p, i) => sleep(i * 6).then(() => p.fetch(on(i + 1), '/auth/login/totp', { method: 'POST', json: { recoveryCode: recoveryCodes[round * 2 + i]! } })).then(codeOf));
+      await sleep(4);
+      await B.instance.auth.updateUser(second.id, { password: `a new password ${round}` });
+      seen.push(tally(await Promise.all(steps)));
+    }
+    const codes = new Set(seen.flatMap((t) => Object.keys(t)));
+    expect([...codes].filter((c) => !['200', 'invalid_passkey', 'mfa_expired'].includes(c)), JSON.stringify(seen)).toEqual([]);
+  });
+
   it('a demotion racing logins on both instances: no racing session keeps admin rights', async () => {
     await A.createUser({ admin: true }); // another admin, so the demotion is allowed
     const user = await A.createUser({ admin: true });

@@ -74,4 +74,23 @@ describe('svc__cache redaction and presentation (no Redis)', () => {
     expect(entry(JSON.stringify({ url: 'redis://u:pw3@h' })).valueParsed).toEqual({ url: 'redis://u:******@h' });
     for (const clean of ['plain words', '{"a":1}', 'see https://example.com/a:b', 'ratio 3:4']) expect(redactText(clean)).toBe(clean);
   });
+
+  it('JSON-looking text that does not parse (NDJSON, cut JSON, JSON in a log line) has its quoted secret pairs redacted', () => {
+    // Seen in a walk-through: each of these was shown with its secret in the clear.
+    const leaks = {
+      '{"token":"nd1"}\n{"password":"nd2"}': ['nd1', 'nd2'],
+      '{"password":"br1", "x":': ['br1'],
+      '{ "password" : "sp1" } trailing': ['sp1'],
+      'log line {"password":"inline"} end': ['inline'],
+      "{'api_key': 'k1'} ": ['k1'],
+      '{"secret":"a\\"b2"} x': ['b2'],
+    };
+    for (const [text, secrets] of Object.entries(leaks)) {
+      const out = redactText(text);
+      for (const secret of secrets) expect(out, text).not.toContain(secret);
+      expect(out, text).toContain(REDACTED);
+    }
+    expect(redactText('log line {"user":"ann","password":"x"} end')).toBe('log line {"user":"ann","password":******} end');
+    for (const clean of ['{"a":"b"} tail', 'say "hi": now']) expect(redactText(clean)).toBe(clean);
+  });
 });

@@ -68,10 +68,13 @@ export function parseStructured(text: string): object | undefined {
 const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:)([^\s@/]+)(?=@)/gi;
 /** `Bearer <token>`, `Basic <credentials>` (an Authorization header written out). */
 const SCHEME_TOKEN = /\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]+/gi;
-/** The `name=` or `name: ` of a pair. */
-const PAIR_NAME = /([A-Za-z0-9_.-]+)(\s*[=:]\s*)/g;
-/** A pair's value, right after its name: quoted, or up to a blank, `&`, `;` or `,`. */
-const PAIR_VALUE = /"[^"]*"|'[^']*'|[^\s&;,"']+/y;
+/**
+ * The `name=` or `name: ` of a pair, the name also quoted (`"password": "x"`): JSON that does not parse
+ * as a whole (NDJSON, JSON cut short, JSON inside a log line) is text, and its pairs are written so.
+ */
+const PAIR_NAME = /([A-Za-z0-9_.-]+)(["']?\s*[=:]\s*)/g;
+/** A pair's value, right after its name: quoted (backslash escapes kept inside), or up to a blank, `&`, `;` or `,`. */
+const PAIR_VALUE = /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s&;,"']+/y;
 
 /**
  * `name=value` and `name: value` pairs with a secret-looking name get their value replaced. The value

@@ -5,6 +5,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readDoc } from '../support/docs.ts';
@@ -59,6 +60,31 @@ describe.skipIf(noNginx)('nginx in front of svc: errors are JSON', () => {
 
   it('svc unreachable: 502 as JSON, not nginx\'s HTML page', async () => {
     await expectJsonError(await fetch(`${unreachable}/api/health`), 502, 'unavailable');
+  });
+
+  // Found in a walk-through: nginx's own answers to what it cannot read were its HTML pages.
+  it("headers over nginx's buffers (494): 431 headers_too_large as JSON, as svc answers over its own limit", async () => {
+    const res = await fetch(`${app}/api/auth/session`, { headers: { 'x-big': 'a'.repeat(20_000) } });
+    expect(res.headers.get('x-request-id'), 'answered by nginx').toBeNull();
+    await expectJsonError(res, 431, 'headers_too_large');
+  });
+
+  it("a request line over nginx's buffers (414): 431 headers_too_large as JSON", async () => {
+    await expectJsonError(await fetch(`${app}/api/auth/session?${'a'.repeat(9000)}`), 431, 'headers_too_large');
+  });
+
+  it('a request nginx cannot read: 400 bad_request as JSON', async () => {
+    const { port } = new URL(app);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1', () => socket.end('GARBAGE\r\n\r\n'));
+      let text = '';
+      socket.on('data', (d) => (text += d.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toMatch(/content-type: application\/json/i);
+    expect(answer).toContain('"code":"bad_request"');
   });
 });
 

@@ -164,7 +164,7 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
       handler: (c, { params, body }) => {
         const user = c.get('authUser')!;
         const job = jobs.get(params.id, user.userId, user.isAdmin);
-        if (!job) throw new AppError(404, 'not_found', 'No such job (finished jobs are removed after a while)');
+        if (!job) throw new AppError(404, 'not_found', 'No such job here (finished jobs are removed after a while, and a job is known only to the svc instance that started it)');
         if (body.signal !== undefined && !(SIGNALS as readonly unknown[]).includes(body.signal)) {
           throw new AppError(400, 'invalid_signal', `signal must be one of ${SIGNALS.join(', ')}`);
         }

@@ -104,13 +104,21 @@ export class TotpService {
     return (await this.users.users.updateOne(filter, { $set: { 'totp.lastStep': step } })) !== null;
   }
 
-  /** A recovery code, good once (removed atomically). */
-  async useRecoveryCode(user: UserDoc, code: string): Promise<boolean> {
-    if (!user.totp?.secret) return false;
-    const stored = user.totp.recoveryCodes ?? [];
-    const hash = [hashCode(this.secrets.open(user.totp.secret, sealedRecord.totp(user._id)), code), legacyHash(code)].find((h) => stored.includes(h));
-    if (!hash) return false;
-    return (await this.users.users.updateOne({ _id: user._id, 'totp.recoveryCodes': hash }, { $pull: { 'totp.recoveryCodes': hash } })) !== null;
+  /**
+   * A recovery code, good once (removed atomically), or null. `giveBack` returns it when no session came
+   * of it (an account change overtook the login), unless TOTP was turned off or set up anew meanwhile.
+   */
+  async useRecoveryCode(user: UserDoc, code: string): Promise<{ giveBack(): Promise<void> } | null> {
+    const secret = user.totp?.secret;
+    if (!secret) return null;
+    const stored = user.totp!.recoveryCodes ?? [];
+    const hash = [hashCode(this.secrets.open(secret, sealedRecord.totp(user._id)), code), legacyHash(code)].find((h) => stored.includes(h));
+    if (!hash || (await this.users.users.updateOne({ _id: user._id, 'totp.recoveryCodes': hash }, { $pull: { 'totp.recoveryCodes': hash } })) === null) return null;
+    return {
+      giveBack: async () => {
+        await this.users.users.updateOne({ _id: user._id, 'totp.secret': secret }, { $addToSet: { 'totp.recoveryCodes': hash } });
+      },
+    };
   }
 
   /**

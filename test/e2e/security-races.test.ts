@@ -407,6 +407,28 @@ describe.skipIf(!redisUrl)('races on real Redis with two instances', () => {
     expect([...codes].filter((c) => !['200', 'invalid_passkey', 'mfa_expired'].includes(c)), JSON.stringify(seen)).toEqual([]);
   });
 
+  // The same race made certain: the password changes right after the recovery code was taken. The login
+  // is refused (mfa_expired), and the code, which gave no session, is the user's again.
+  it('a recovery code a refused login took is given back: a password change between the code and the session', async () => {
+    const user = await A.createUser();
+    const { recoveryCodes } = await withTotp(user);
+    const totp = A.instance.auth.totp;
+    const use = totp.useRecoveryCode.bind(totp);
+    totp.useRecoveryCode = async (...args) => {
+      const spent = await use(...args);
+      await B.instance.auth.updateUser(user.id, { password: 'a password changed meanwhile' });
+      return spent;
+    };
+    const pending = await pendingLogin(user, B);
+    try {
+      expect(await codeOf(await pending.fetch(A, '/auth/login/totp', { method: 'POST', json: { recoveryCode: recoveryCodes[0] } }))).toBe('mfa_expired');
+    } finally {
+      totp.useRecoveryCode = use;
+    }
+    const again = await pendingLogin({ ...user, password: 'a password changed meanwhile' }, B);
+    expect(await codeOf(await again.fetch(A, '/auth/login/totp', { method: 'POST', json: { recoveryCode: recoveryCodes[0] } }))).toBe('200');
+  });
+
   it('a demotion racing logins on both instances: no racing session keeps admin rights', async () => {
     await A.createUser({ admin: true }); // another admin, so the demotion is allowed
     const user = await A.createUser({ admin: true });

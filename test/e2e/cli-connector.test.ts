@@ -559,6 +559,8 @@ describe('the service process (a real svc, started as `npm start` does)', () => 
     expect(await left.json()).toEqual({ env: null, config: null });
     expect(await svc.stop('SIGTERM')).toBe(0);
     await expect.poll(() => alive(grandchild), { timeout: 5000, interval: 20 }).toBe(false); // signalled; ends a moment later
+    // The operator learns what the stop cut short.
+    expect(svc.logs().find((l) => /killed at shutdown/.test(l.msg ?? ''))).toMatchObject({ level: 40, scripts: ['group'] });
   });
 
   it('an error nothing catches is logged with its stack, the process exits non-zero, and no script outlives it', async () => {

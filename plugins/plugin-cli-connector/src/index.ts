@@ -67,7 +67,10 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
   const jobs = new Jobs(runner, { maxJobs: options.maxJobs, maxJobsPerUser: options.maxJobsPerUser, retentionMs: options.jobRetention });
   const scripts = new Slots(options.maxScriptsPerUser, options.maxScripts);
   // No script outlives the service: its shutdown kills every process group still running.
-  instance.onClose(() => runner.killAll());
+  instance.onClose(() => {
+    const killed = runner.killAll();
+    if (killed.length) instance.logger.warn({ plugin: instance.plugin.key, scripts: killed }, `CLI connector: ${killed.length} running script(s) killed at shutdown`);
+  });
 
   /** The script `cmd`, if this user may run it (`admin: true` scripts: admins only). */
   const script = (cmd: string, user: { isAdmin: boolean }): Script => {

@@ -299,12 +299,14 @@ export class Runner {
     return run;
   }
 
-  /** Kills every process group still running (shutdown): nothing a script started outlives the service. */
-  killAll(): void {
+  /** Kills every process group still running (shutdown): nothing a script started outlives the service. Returns their aliases. */
+  killAll(): string[] {
+    const killed = [...this.live].map((run) => run.script.alias);
     for (const run of this.live) {
       run.signal('SIGKILL');
       run.abandon();
     }
+    return killed;
   }
 
   /**

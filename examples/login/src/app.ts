@@ -169,15 +169,25 @@ async function magicLinkPage(): Promise<void> {
   const token = params.get('token');
   if (token) {
     history.replaceState(null, '', location.pathname); // the token leaves the address bar (and the history)
-    page('Signing you in…');
-    say('Checking your sign-in link…');
-    try {
-      afterLogin(await svc.verifyMagicLink(token));
-    } catch (e) {
-      clearMessages();
-      page('Sign-in link', h('p', {}, 'This link cannot be used: it was used already, has expired, or was opened in another browser than the one that asked for it.'), link('/login/link', 'Ask for a new link'));
-      showError(e);
-    }
+    // A click uses the token, not the page load: some mail scanners run a page's script (docs/email.md).
+    page(
+      'Sign in by link',
+      h('p', {}, 'Sign in with the link from your mail.'),
+      h(
+        'div',
+        { class: 'actions' },
+        actionButton('Sign in', async () => {
+          say('Checking your sign-in link…');
+          try {
+            afterLogin(await svc.verifyMagicLink(token));
+          } catch (e) {
+            clearMessages();
+            page('Sign-in link', h('p', {}, 'This link cannot be used: it was used already, has expired, or was opened in another browser than the one that asked for it.'), link('/login/link', 'Ask for a new link'));
+            throw e;
+          }
+        }),
+      ),
+    );
     return;
   }
   page(
@@ -259,9 +269,10 @@ async function verifyEmailPage(): Promise<void> {
   );
 }
 
-function forgotPage(): void {
+function forgotPage(why?: string): void {
   page(
     'Forgot your password?',
+    ...(why ? [h('p', {}, why)] : []),
     form(
       {
         label: 'Ask for a reset link',
@@ -288,7 +299,14 @@ function resetPage(): void {
         label: 'Choose a new password',
         submit: 'Set password',
         action: async ({ newPassword = '' }) => {
-          await svc.resetPassword({ token, newPassword });
+          try {
+            await svc.resetPassword({ token, newPassword });
+          } catch (e) {
+            // A dead link (used, expired, outdated): no new password can be set with it, so offer a new
+            // link (docs/email.md). A too short password keeps the form: the same link still works.
+            if (e instanceof SvcError && e.code === 'invalid_token') forgotPage('This link cannot be used any more: ask for a new one.');
+            throw e;
+          }
           page('Password changed', h('p', {}, 'Your password is changed and every session has ended. Sign in with the new password.'), link('/login', 'Sign in'));
           say('Password changed.');
         },

@@ -73,14 +73,14 @@ export const changeOwnPassword = ({ auth }: ServerInstance) =>
     onRequest: auth.authenticate(),
     schema: {
       summary: 'Change your password',
-      description: 'Ends every other session of yours. 401 `invalid_credentials` for a wrong current password, 409 `no_password` for an account that logs in only with OAuth, 409 `account_changed` when a reset or a logout everywhere came between the check and the change (nothing changed).',
+      description: 'Ends every other session of yours. 401 `invalid_credentials` for a wrong current password, 409 `no_password` for an account without a password (made by an OAuth login, or a sign-up whose password a magic-link claim removed), 409 `account_changed` when a reset or a logout everywhere came between the check and the change (nothing changed).',
       tags,
       body: passwordBody,
     },
     handler: async (c, { body }) => {
       const current = c.get('session')!;
       const user = await auth.users.get(current.userId);
-      if (!user.passwordHash) throw new AppError(409, 'no_password', 'This account has no password: it logs in with OAuth');
+      if (!user.passwordHash) throw new AppError(409, 'no_password', 'This account has no password (it logs in with OAuth, a passkey or a mailed link): "Forgot password" sets one');
       if ((await auth.checkPassword(c, user.email, body.currentPassword))?._id !== user._id) {
         throw new AppError(401, 'invalid_credentials', 'The current password is wrong');
       }

@@ -295,6 +295,24 @@ describe('magic link', () => {
     expect(await a.instance.auth.users.findByEmail(email)).toBeNull();
   });
 
+  it('a sign-up not verified yet, then a magic link: a claim, so its password is gone; a password change then says how to get one back (not "OAuth")', async () => {
+    const email = newEmail();
+    const me = browser(a);
+    expect((await post(me, '/auth/signup', { email, password: 'the sign-up password' })).status).toBe(202);
+    await smtp.waitFor(email);
+    expect((await post(me, '/auth/login/link', { email })).status).toBe(202);
+    const link = (await smtp.waitFor(email, 2)).find((m) => m.subject === 'Your login link')!;
+    expect((await post(me, '/auth/login/link/verify', { token: tokenFrom(link, '/login/link') })).status).toBe(200);
+    expect((await browser(a).login(email, 'the sign-up password')).status).toBe(401);
+    const res = await post(me, '/auth/password', { currentPassword: 'the sign-up password', newPassword: 'a new long password' });
+    expect(res.status).toBe(409);
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('no_password');
+    // Not "it logs in with OAuth" alone: this account never used OAuth. It says how to get a password back.
+    expect(error.message).toMatch(/mailed link/);
+    expect(error.message).toMatch(/forgot password/i);
+  });
+
   it('TOTP on: the link answers {"mfaRequired":true}, the code finishes the login; the link expires after 10 minutes', async () => {
     const user = await a.createUser();
     const me = browser(a);

@@ -2,8 +2,9 @@
 //   EXAMPLE_PORT   where the example listens (default 5173, on 127.0.0.1 as localhost)
 //   SVC_API        the svc origin (default http://localhost:3000), where `/api/...` is forwarded
 // The app and svc share this origin, as behind the reverse proxy (deploy/nginx.conf): the app calls
-// `/api`, which this server forwards to svc as it came, so an OAuth journey ends back here. svc is told
-// its public address (OAuth callbacks, passkeys) and this origin (the links of its mails):
+// `/api`, which this server forwards to svc as it came (WebSocket handshakes too, for socket.io), so an
+// OAuth journey ends back here. svc is told its public address (OAuth callbacks, passkeys) and this
+// origin (the links of its mails):
 //   SVC_SERVER_BASE_URL=http://localhost:5173 SVC_FRONTEND_URLS=http://localhost:5173 npm start
 // Every other path that is not a file is the app (index.html), as a single-page frontend.
 
@@ -11,6 +12,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { buildExample, configScript } from './build.ts';
 
 const port = Number(process.env.EXAMPLE_PORT ?? 5173);
@@ -58,6 +60,39 @@ function forward(req: http.IncomingMessage, res: http.ServerResponse): void {
   req.pipe(upstream);
 }
 
+/**
+ * A WebSocket handshake to `/api/...` (socket.io's `websocket` transport) goes to svc as nginx passes it
+ * (deploy/nginx.conf: `Upgrade` and `Connection` forwarded); once svc answers 101 the two connections are
+ * joined byte for byte. svc's other answers (a refused handshake) come back as they are; any other path,
+ * or svc unreachable, closes the connection.
+ */
+function forwardUpgrade(req: http.IncomingMessage, client: Duplex, head: Buffer): void {
+  client.on('error', () => client.destroy());
+  if (!(req.url === '/api' || req.url?.startsWith('/api/'))) return void client.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+  const target = new URL(req.url, api);
+  const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !HOP_BY_HOP.has(name)));
+  Object.assign(headers, { connection: 'upgrade', upgrade: req.headers.upgrade ?? 'websocket', 'x-forwarded-host': req.headers.host ?? '', 'x-forwarded-proto': 'http' });
+  const upstream = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers });
+  const statusLine = (res: http.IncomingMessage) => `HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ''}\r\n`;
+  const headerLines = (raw: string[]) => raw.reduce((out, v, i) => (i % 2 ? `${out}${raw[i - 1]}: ${v}\r\n` : out), '');
+  upstream.on('upgrade', (res, svcSocket, svcHead) => {
+    client.write(`${statusLine(res)}${headerLines(res.rawHeaders)}\r\n`);
+    if (svcHead.length) client.write(svcHead);
+    svcSocket.on('error', () => client.destroy());
+    client.on('close', () => svcSocket.destroy());
+    svcSocket.on('close', () => client.destroy());
+    svcSocket.pipe(client).pipe(svcSocket);
+  });
+  upstream.on('response', (res) => {
+    client.write(`${statusLine(res)}${headerLines(endToEnd(res.rawHeaders))}Connection: close\r\n\r\n`);
+    res.pipe(client);
+  });
+  upstream.on('error', () => client.destroy());
+  client.on('close', () => upstream.destroy());
+  if (head.length) upstream.write(head);
+  upstream.end();
+}
+
 const server = http.createServer((req, res) => {
   if (req.url === '/api' || req.url?.startsWith('/api/')) return forward(req, res);
   const pathname = pathOf(req.url);
@@ -74,6 +109,7 @@ const server = http.createServer((req, res) => {
   const served = isFile ? file : path.join(dir, 'index.html');
   res.writeHead(200, { 'content-type': TYPES[path.extname(served)]!, 'cache-control': 'no-cache' }).end(readFileSync(served));
 });
+server.on('upgrade', forwardUpgrade);
 server.listen(port, '127.0.0.1', () => {
   const origin = `http://localhost:${port}`;
   process.stdout.write(`svc example: ${origin}/login  (/api goes to ${api}; start svc with SVC_SERVER_BASE_URL=${origin} SVC_FRONTEND_URLS=${origin})\n`);

@@ -92,4 +92,47 @@ describe('npm run example: the example login UI on its own origin', () => {
       svc.close();
     }
   });
+
+  it('forwards a WebSocket handshake to /api/... (socket.io\'s websocket transport) and joins the two connections, as nginx does', async () => {
+    const seen: { url?: string; headers?: http.IncomingHttpHeaders }[] = [];
+    const svc = http.createServer((_req, res) => res.writeHead(400).end());
+    svc.on('upgrade', (req, socket) => {
+      seen.push({ url: req.url, headers: req.headers });
+      if (req.url!.includes('refuse')) return void socket.end('HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"code":"refused!!"}');
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: abc\r\n\r\n');
+      socket.on('data', (d: Buffer) => socket.write(`echo:${d.toString()}`));
+    });
+    await new Promise<void>((resolve) => svc.listen(0, '127.0.0.1', resolve));
+    const open = (port: number, path: string) =>
+      new Promise<{ status: number; socket?: import('node:net').Socket; body?: string }>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, path, headers: { host: `localhost:${port}`, connection: 'Upgrade', upgrade: 'websocket', origin: `http://localhost:${port}`, cookie: 'sid_app=abc', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' } });
+        req.on('upgrade', (res, socket) => resolve({ status: res.statusCode!, socket }));
+        req.on('response', (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      const port = await freePort();
+      await serveExample(port, `http://127.0.0.1:${(svc.address() as { port: number }).port}`);
+      const ws = await open(port, '/api/socket.io/?EIO=4&transport=websocket');
+      expect(ws.status).toBe(101);
+      const echoed = new Promise<string>((resolve) => ws.socket!.once('data', (d: Buffer) => resolve(d.toString())));
+      ws.socket!.write('ping');
+      expect(await echoed).toBe('echo:ping');
+      ws.socket!.destroy();
+      expect(seen[0]).toMatchObject({ url: '/api/socket.io/?EIO=4&transport=websocket' });
+      expect(seen[0]!.headers).toMatchObject({ upgrade: 'websocket', origin: `http://localhost:${port}`, cookie: 'sid_app=abc', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'x-forwarded-host': `localhost:${port}` });
+
+      // svc's refusal comes back as it is; a path outside /api is not forwarded.
+      expect(await open(port, '/api/socket.io/?refuse=1')).toMatchObject({ status: 403, body: '{"code":"refused!!"}' });
+      expect((await open(port, '/socket.io/?EIO=4&transport=websocket')).status).toBe(404);
+      expect(seen).toHaveLength(2);
+    } finally {
+      svc.close();
+    }
+  });
 });

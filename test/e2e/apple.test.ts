@@ -7,7 +7,7 @@
 // issuer and paths, ES256 id_tokens and form_post, behind a front that checks the ES256 client-secret
 // JWT svc signs with the .p8 key. svc's calls to appleid.apple.com go there (routeHosts).
 
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { APPLE_ISSUER, startAppleIdp, type AppleIdp } from '../support/apple-idp.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
@@ -93,6 +93,31 @@ async function sessionUser(b: Browser) {
   expect(res.status).toBe(200);
   return (await res.json()) as { user: { email: string; firstname: string; lastname: string; email_verified: boolean; oauthAccounts: { provider: string; providerAccountId: string }[] } };
 }
+
+describe('Sign in with Apple: the admin API checks the .p8 key', () => {
+  it('a clientSecret that is no EC P-256 private key (PKCS#8 PEM), or none, is 400 naming clientSecret, and nothing changes', async () => {
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+    const p384 = generateKeyPairSync('ec', { namedCurve: 'secp384r1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+    const config = { teamId: apple.teamId, keyId: apple.keyId };
+    for (const clientSecret of ['not a key', apple.p8.replace(/[A-Za-z]/g, 'A'), rsa, p384, undefined]) {
+      // POST validates before it would find the saved provider (409): each of these is refused for the key.
+      const res = await admin.fetch('/auth/providers', { method: 'POST', json: { providerId: 'apple', type: 'arctic', clientId: CLIENT_ID, config, ...(clientSecret === undefined ? {} : { clientSecret }) } });
+      expect(res.status, String(clientSecret).slice(0, 30)).toBe(400);
+      const { error } = (await res.json()) as { error: { code: string; details: { path: string; message: string }[] } };
+      expect(error.code).toBe('validation_failed');
+      expect(error.details.map((d) => d.path)).toEqual(['clientSecret']);
+    }
+    for (const clientSecret of ['not a key', rsa, '']) {
+      const res = await admin.fetch('/auth/providers/apple', { method: 'PATCH', json: { clientSecret } });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { details: { path: string }[] } }).error.details.map((d) => d.path)).toEqual(['clientSecret']);
+    }
+    // The saved key is untouched: a login still works (the tests below), and the right key is accepted again.
+    const res = await admin.fetch('/auth/providers/apple', { method: 'PATCH', json: { clientSecret: apple.p8 } });
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(((await res.json()) as { hasClientSecret: boolean }).hasClientSecret).toBe(true);
+  });
+});
 
 describe('Sign in with Apple: form_post callback', () => {
   it('a first login: the form is posted cross-site, the 303 GET logs in the browser holding the state; name from `user`, email from the id_token', async () => {

@@ -63,6 +63,8 @@ export interface CatalogEntry {
   trustEmailVerified?: false;
   /** Set when the provider cannot work without a clientSecret even as a public client: why (the admin API says it). */
   clientSecretRequired?: string;
+  /** Checks a clientSecret before it is saved (POST, PATCH): what is wrong with it, else undefined. Never echoes the secret. */
+  checkClientSecret?: (secret: string) => string | undefined;
   /** Where to read about registering an app at this provider (optional). */
   docs?: string;
 }

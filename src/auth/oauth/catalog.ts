@@ -11,6 +11,7 @@
  * `none`, else `createAuthorizationURL(state, scopes)`, and `validateAuthorizationCode(code[, verifier])`.
  * The few classes whose methods differ from that shape get an adapter on the instance (see `patch`).
  */
+import { createPrivateKey } from 'node:crypto';
 import { CodeChallengeMethod, OAuth2Client, OAuth2Tokens } from 'arctic';
 import * as oauth from 'oauth4webapi';
 import type { ArcticClient, CatalogEntry, ClientOptions, UserInfoSource } from './catalog-types.ts';
@@ -135,6 +136,16 @@ async function exchangeWithPostedSecret(tokenEndpoint: string, o: ClientOptions,
 
 /** Apple's .p8 key (PEM or bare base64), kept in the provider document's write-only `clientSecret`. */
 const pkcs8 = (key: string): Uint8Array => new Uint8Array(Buffer.from(key.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, ''), 'base64'));
+/** Apple signs its client-secret JWT with ES256: the .p8 key must be an EC P-256 private key in PKCS#8 (what `pkcs8` reads). */
+function appleKeyProblem(secret: string): string | undefined {
+  try {
+    const key = createPrivateKey({ key: Buffer.from(pkcs8(secret)), format: 'der', type: 'pkcs8' });
+    if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return undefined;
+  } catch {
+    // not PKCS#8 at all: the message below
+  }
+  return 'must be the contents of the .p8 key file (an EC P-256 private key, PEM) that Apple issued for the Key ID';
+}
 
 // ---------------------------------------------------------------------------------------------
 // User-info sources
@@ -217,6 +228,8 @@ export const catalog: CatalogEntry[] = [
     pkce: 'none',
     configKeys: ['teamId', 'keyId'],
     defaultScopes: ['name', 'email'],
+    clientSecretRequired: 'the contents of the .p8 key file (PEM): svc signs the client-secret JWT with it',
+    checkClientSecret: appleKeyProblem,
     create: (Class, o) =>
       patch(construct(Class, o.clientId, need(o.config, 'teamId'), need(o.config, 'keyId'), pkcs8(o.clientSecret), o.redirectUri), 'createAuthorizationURL', (original) => (state, scopes) => {
         const url = original(state, scopes) as URL;

@@ -200,6 +200,8 @@ export class ProviderService {
       const entry = catalogEntry(input.providerId);
       if (!entry) throw validationFailed([{ path: 'providerId', message: 'is not a built-in provider (see GET /auth/available-providers)' }]);
       if (entry.clientSecretRequired && !input.clientSecret) throw validationFailed([{ path: 'clientSecret', message: `is required: ${entry.clientSecretRequired}` }]);
+      const secretProblem = input.clientSecret ? entry.checkClientSecret?.(input.clientSecret) : undefined;
+      if (secretProblem) throw validationFailed([{ path: 'clientSecret', message: secretProblem }]);
       label ??= entry.label;
       scopes ??= entry.defaultScopes;
     } else if (input.type === 'oidc') {
@@ -243,8 +245,10 @@ export class ProviderService {
 
   async patch(providerId: string, patch: v.InferOutput<typeof patchProviderSchema>): Promise<ProviderDoc> {
     const doc = await this.get(providerId);
-    const secretRequired = doc.type === 'arctic' ? catalogEntry(providerId)?.clientSecretRequired : undefined;
-    if (secretRequired && patch.clientSecret === '') throw validationFailed([{ path: 'clientSecret', message: `cannot be removed: ${secretRequired}` }]);
+    const entry = doc.type === 'arctic' ? catalogEntry(providerId) : undefined;
+    if (entry?.clientSecretRequired && patch.clientSecret === '') throw validationFailed([{ path: 'clientSecret', message: `cannot be removed: ${entry.clientSecretRequired}` }]);
+    const secretProblem = patch.clientSecret ? entry?.checkClientSecret?.(patch.clientSecret) : undefined;
+    if (secretProblem) throw validationFailed([{ path: 'clientSecret', message: secretProblem }]);
     const $set: Record<string, unknown> = { updatedAt: new Date().toISOString() };
     for (const key of ['label', 'clientId', 'redirectUri', 'scopes', 'enabled', 'trustEmailVerified'] as const) {
       if (patch[key] !== undefined) $set[key] = patch[key];

@@ -93,4 +93,31 @@ describe('svc__cache redaction and presentation (no Redis)', () => {
     expect(redactText('log line {"user":"ann","password":"x"} end')).toBe('log line {"user":"ann","password":******} end');
     for (const clean of ['{"a":"b"} tail', 'say "hi": now']) expect(redactText(clean)).toBe(clean);
   });
+
+  it('a long run of name characters without a separator is scanned once, not once per character (the entry page reads 4 MiB)', () => {
+    // The pair scan started a name at every character of a run and read the run to its end each time:
+    // 40,000 letters took 1.3 s, 4 MiB (what cacheEntry reads of a string) hours, with the event loop held.
+    // The URL scan did the same after every `.`, `+` or `-` of a run (`a.a.a...`, a dotted name or version).
+    for (const run of ['a'.repeat(200_000), 'a.'.repeat(100_000), 'a-'.repeat(100_000)]) {
+      const started = performance.now();
+      expect(redactText(`id=${run} password=p1 redis://u:pw@h`)).toBe(`id=${run} password=${REDACTED} redis://u:${REDACTED}@h`);
+      expect(performance.now() - started, run.slice(0, 4)).toBeLessThan(1000); // about 10 ms; a scan per character took minutes
+    }
+  });
+
+  it('JSON written into another JSON string (escaped quotes) in text that is not whole JSON: the secret pairs are redacted', () => {
+    // An NDJSON log line whose body field holds JSON text: the whole is no JSON, and the inner pairs
+    // read `\"password\":\"...\"` with backslashes before their quotes.
+    const leaks: Record<string, string> = {
+      '{"a":1}\n{"body":"{\\"password\\":\\"hunter2\\"}"}': 'hunter2',
+      'msg="{\\"token\\":\\"abc123\\"}" x': 'abc123',
+      '{"a":1}\n{"body":"{\\"secret\\":\\"s\\\\\\"q1\\",\\"b\\":2}"}': 'q1', // an escaped quote inside the value
+    };
+    for (const [text, secret] of Object.entries(leaks)) {
+      const out = redactText(text);
+      expect(out, text).not.toContain(secret);
+      expect(out, text).toContain(REDACTED);
+    }
+    expect(redactText('{"a":1}\n{"body":"{\\"password\\":\\"hunter2\\",\\"user\\":\\"ann\\"}"}')).toBe('{"a":1}\n{"body":"{\\"password\\":******,\\"user\\":\\"ann\\"}"}');
+  });
 });

@@ -64,17 +64,27 @@ export function parseStructured(text: string): object | undefined {
   return parsed !== null && typeof parsed === 'object' ? parsed : undefined;
 }
 
-/** `scheme://user:password@` -> `scheme://user:******@`. */
-const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*:)([^\s@/]+)(?=@)/gi;
+/**
+ * `scheme://user:password@` -> `scheme://user:******@`. The scheme is read from where a run of scheme
+ * characters starts (the lookbehind): `\b` let it start after every `.`, `+` or `-` of a run, each start
+ * reading the rest of the run (`a.a.a...`: quadratic).
+ */
+const URL_PASSWORD = /((?<![a-z0-9+.-])[a-z0-9+.-]+:\/\/[^\s:@/]*:)([^\s@/]+)(?=@)/gi;
 /** `Bearer <token>`, `Basic <credentials>` (an Authorization header written out). */
 const SCHEME_TOKEN = /\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]+/gi;
 /**
  * The `name=` or `name: ` of a pair, the name also quoted (`"password": "x"`): JSON that does not parse
- * as a whole (NDJSON, JSON cut short, JSON inside a log line) is text, and its pairs are written so.
+ * as a whole (NDJSON, JSON cut short, JSON inside a log line) is text, and its pairs are written so; JSON
+ * written into a JSON string has a backslash before each quote (`\"password\":\"x\"`). A name starts
+ * where a run of name characters starts (the lookbehind): tried at every character of a long run, the
+ * scan read the rest of the run each time, quadratic (a 4 MiB value held the event loop for hours).
  */
-const PAIR_NAME = /([A-Za-z0-9_.-]+)(["']?\s*[=:]\s*)/g;
-/** A pair's value, right after its name: quoted (backslash escapes kept inside), or up to a blank, `&`, `;` or `,`. */
-const PAIR_VALUE = /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s&;,"']+/y;
+const PAIR_NAME = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(\\?["']?\s*[=:]\s*)/g;
+/**
+ * A pair's value, right after its name: quoted (backslash escapes kept inside), quoted with escaped
+ * quotes (`\"...\"`, an escaped quote inside it being `\\\"`), or up to a blank, `&`, `;` or `,`.
+ */
+const PAIR_VALUE = /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\\"(?:[^"\\]|\\\\\\"|\\\\|\\[^"\\])*\\"|[^\s&;,"']+/y;
 
 /**
  * `name=value` and `name: value` pairs with a secret-looking name get their value replaced. The value

@@ -100,9 +100,9 @@ export class LoginRateLimit {
   }
 }
 
-/** Takes one attempt back; a counter back at zero is removed rather than left in the store. */
+/** Takes one attempt back; a counter back at zero is removed (by `decr`, atomically) rather than left in the store. */
 export async function giveBack(store: Store, key: string): Promise<void> {
-  if ((await store.decr(key)) <= 0) await store.del(key);
+  await store.decr(key);
 }
 
 /** 429 `too_many_attempts` with `Retry-After` = what is left of the counter's window. */

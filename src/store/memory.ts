@@ -106,7 +106,8 @@ export class MemoryStore implements Store {
     const current = this.string(key);
     if (current === null) return 0;
     const next = Number.parseInt(current, 10) - 1;
-    this.data.get(key)!.value = String(next);
+    if (next <= 0) this.data.delete(key);
+    else this.data.get(key)!.value = String(next);
     return next;
   }
 

@@ -45,6 +45,9 @@ export interface RedisStoreOptions {
  * and a 1.5 s command timeout, a request during an outage gets 503 within 2 s, and ioredis keeps
  * reconnecting in the background so svc recovers by itself when Redis returns.
  */
+/** `decr`: an existing counter only; one back at 0 or below goes (Store.decr). */
+const DECR_SCRIPT = "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end local n = redis.call('DECR', KEYS[1]) if n <= 0 then redis.call('DEL', KEYS[1]) end return n";
+
 export class RedisStore implements Store {
   readonly name: string;
   readonly client: Redis | Cluster;
@@ -209,8 +212,9 @@ export class RedisStore implements Store {
   }
 
   decr(key: string) {
-    // One key, atomic: DECR alone would create a counter without TTL when the key just expired.
-    return this.run(async () => Number(await this.client.eval("if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0", 1, key)));
+    // One key, atomic: DECR alone would create a counter without TTL when the key just expired, and a
+    // DEL sent after it could remove another instance's increment made in between.
+    return this.run(async () => Number(await this.client.eval(DECR_SCRIPT, 1, key)));
   }
 
   sAdd(key: string, members: string[], ttl?: number) {

@@ -51,7 +51,11 @@ export interface Store {
   ttl(key: string): Promise<number>;
   /** Increments a counter; a new counter expires after `ttl` seconds (fixed window). */
   incr(key: string, ttl: number): Promise<number>;
-  /** Decrements an existing counter, keeping its TTL; a missing key stays missing (returns 0). */
+  /**
+   * Decrements an existing counter, keeping its TTL; a counter it brings to 0 (or below) is removed in
+   * the same atomic step, so another instance's increment right after is never lost with it. A missing
+   * key stays missing (returns 0).
+   */
   decr(key: string): Promise<number>;
   /** Adds members to a set; with `ttl`, (re)sets the set's expiry. */
   sAdd(key: string, members: string[], ttl?: number): Promise<void>;

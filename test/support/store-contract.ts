@@ -119,6 +119,9 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       await store.incr(`${p}c`, 100);
       expect(await store.decr(`${p}c`)).toBe(1);
       expect(await store.ttl(`${p}c`)).toBeGreaterThan(98);
+      // Back at 0 it is gone in the same step (a DEL sent after could take another instance's increment).
+      expect(await store.decr(`${p}c`)).toBe(0);
+      expect(await store.get(`${p}c`)).toBeNull();
     });
 
     it('sets: add, remove, list; an emptied set is gone; the TTL applies to the set', async () => {

@@ -108,15 +108,17 @@ export const loginTotp = ({ auth }: ServerInstance) =>
       const codeTry = await auth.codeLimit.take(user._id);
       const held = await auth.mfa.hold(c);
       const recovery = 'code' in body ? null : await auth.totp.useRecoveryCode(user, body.recoveryCode);
-      const ok = 'code' in body ? await auth.totp.verifyCode(user, body.code) : recovery !== null;
-      if (!ok) await auth.mfa.wrong(c, held, tries);
-      await codeTry.succeeded();
-      await auth.mfa.end(c);
       try {
+        const ok = 'code' in body ? await auth.totp.verifyCode(user, body.code) : recovery !== null;
+        if (!ok) await auth.mfa.wrong(c, held, tries);
+        await codeTry.succeeded();
+        await auth.mfa.end(c);
         // An account change since the first step (the epoch check above raced it) ends this login: mfa_expired, as above.
         return await startSession(c, auth, user, held.provider, { returnTo: held.returnTo, refused: expired });
       } catch (err) {
-        await recovery?.giveBack(); // no session came of it: the code is still the user's
+        // No session came of it (an account change, the store failing): the code is still the user's.
+        // A give-back that fails too must not hide the answer.
+        await recovery?.giveBack().catch(() => {});
         throw err;
       }
     },

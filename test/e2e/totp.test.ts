@@ -5,6 +5,7 @@
 import jsqr from 'jsqr';
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { UnavailableError } from '../../src/http/errors.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { dumpStore, ResponseLog, setCookies } from '../support/auth.ts';
 
@@ -221,6 +222,24 @@ describe('TOTP', () => {
     expect(reused.status).toBe(401);
     expect(await reused.json()).toMatchObject({ error: { code: 'invalid_code' } });
     expect((await second(c, { recoveryCode: recoveryCodes[4] })).status).toBe(200);
+  });
+
+  // docs/security.md: a recovery code is spent only by the request that gets the session. The store
+  // failing after the code was taken (ending the pending login) left it spent, no session made.
+  it('a recovery code that a store failure kept from making a session is the user\'s again', async () => {
+    const a = await app();
+    const { user, recoveryCodes } = await withTotp(a);
+    const mfa = a.instance.auth.mfa;
+    const end = mfa.end.bind(mfa);
+    mfa.end = async () => {
+      throw new UnavailableError('store', new Error('connection lost'));
+    };
+    try {
+      expect((await second(await firstStep(a, user), { recoveryCode: recoveryCodes[5] })).status).toBe(503);
+    } finally {
+      mfa.end = end;
+    }
+    expect((await second(await firstStep(a, user), { recoveryCode: recoveryCodes[5] })).status).toBe(200);
   });
 
   it('disable with a code or with the password; wrong ones refused; sessions then say totp false and login is one step', async () => {

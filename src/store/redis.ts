@@ -38,6 +38,9 @@ export interface RedisStoreOptions {
   logger?: Logger;
 }
 
+/** `decr`: an existing counter only; one back at 0 or below goes (Store.decr). */
+const DECR_SCRIPT = "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end local n = redis.call('DECR', KEYS[1]) if n <= 0 then redis.call('DEL', KEYS[1]) end return n";
+
 /**
  * The store on Redis through ioredis: one server, a Cluster or Sentinel (`redis-url.ts`). Every command
  * touches one key (a transaction or script only ever names that key), so each works on a Cluster as
@@ -45,9 +48,6 @@ export interface RedisStoreOptions {
  * and a 1.5 s command timeout, a request during an outage gets 503 within 2 s, and ioredis keeps
  * reconnecting in the background so svc recovers by itself when Redis returns.
  */
-/** `decr`: an existing counter only; one back at 0 or below goes (Store.decr). */
-const DECR_SCRIPT = "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end local n = redis.call('DECR', KEYS[1]) if n <= 0 then redis.call('DEL', KEYS[1]) end return n";
-
 export class RedisStore implements Store {
   readonly name: string;
   readonly client: Redis | Cluster;

@@ -120,4 +120,13 @@ describe('svc__cache redaction and presentation (no Redis)', () => {
     }
     expect(redactText('{"a":1}\n{"body":"{\\"password\\":\\"hunter2\\",\\"user\\":\\"ann\\"}"}')).toBe('{"a":1}\n{"body":"{\\"password\\":******,\\"user\\":\\"ann\\"}"}');
   });
+
+  it('in text that is not whole JSON, an object or array under a secret name goes whole, and a bare value keeps the bracket after it', () => {
+    // A secret-named object's inner fields showed unless their own names looked secret; a number ate the `}` after it.
+    expect(redactText('{"a":1}\n{"credentials":{"user":"ann","pin":"4711"},"b":2}')).toBe(`{"a":1}\n{"credentials":${REDACTED},"b":2}`);
+    expect(redactText('x {"password":123} y')).toBe(`x {"password":${REDACTED}} y`);
+    expect(redactText('tokens=[{"v":"t1"},{"v":"t2 ]"}] next=1')).toBe(`tokens=${REDACTED} next=1`);
+    expect(redactText('{"a":1}\n{"body":"{\\"secret\\":{\\"k\\":\\"v9\\"},\\"b\\":2}"}')).toBe(`{"a":1}\n{"body":"{\\"secret\\":${REDACTED},\\"b\\":2}"}`);
+    expect(redactText('cut short {"auth":{"key":"k7"')).toBe(`cut short {"auth":${REDACTED}`);
+  });
 });

@@ -82,9 +82,27 @@ const SCHEME_TOKEN = /\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]+/gi;
 const PAIR_NAME = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(\\?["']?\s*[=:]\s*)/g;
 /**
  * A pair's value, right after its name: quoted (backslash escapes kept inside), quoted with escaped
- * quotes (`\"...\"`, an escaped quote inside it being `\\\"`), or up to a blank, `&`, `;` or `,`.
+ * quotes (`\"...\"`, an escaped quote inside it being `\\\"`), or up to a blank, `&`, `;`, `,` or a closing
+ * bracket (`{"password":123}` in text keeps its `}`). An object or array value: `bracketEnd`.
  */
-const PAIR_VALUE = /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\\"(?:[^"\\]|\\\\\\"|\\\\|\\[^"\\])*\\"|[^\s&;,"']+/y;
+const PAIR_VALUE = /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\\"(?:[^"\\]|\\\\\\"|\\\\|\\[^"\\])*\\"|[^\s&;,"'}\]]+/y;
+
+/**
+ * Where an object or array value starting at `start` (`{` or `[`) ends: after its closing bracket, or at
+ * the text's end when it never closes (JSON cut short). Brackets inside strings do not count; with
+ * `escapedQuotes` (JSON written into a JSON string) a string's quotes are `\"` and only brackets count.
+ */
+function bracketEnd(text: string, start: number, escapedQuotes: boolean): number {
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '"' && !escapedQuotes) {
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
+    } else if (ch === '{' || ch === '[') depth++;
+    else if ((ch === '}' || ch === ']') && --depth === 0) return i + 1;
+  }
+  return text.length;
+}
 
 /**
  * `name=value` and `name: value` pairs with a secret-looking name get their value replaced. The value
@@ -97,11 +115,17 @@ function redactPairs(text: string): string {
   PAIR_NAME.lastIndex = 0;
   for (let m = PAIR_NAME.exec(text); m !== null; m = PAIR_NAME.exec(text)) {
     if (!isSecretKey(m[1]!)) continue;
-    PAIR_VALUE.lastIndex = PAIR_NAME.lastIndex;
-    const value = PAIR_VALUE.exec(text);
-    if (!value) continue;
-    out += `${text.slice(copied, PAIR_NAME.lastIndex)}${REDACTED}`;
-    copied = PAIR_NAME.lastIndex = PAIR_VALUE.lastIndex;
+    const at = PAIR_NAME.lastIndex;
+    let end: number;
+    if (text[at] === '{' || text[at] === '[') {
+      end = bracketEnd(text, at, m[2]!.startsWith('\\')); // an object or array under a secret name goes whole
+    } else {
+      PAIR_VALUE.lastIndex = at;
+      if (!PAIR_VALUE.exec(text)) continue;
+      end = PAIR_VALUE.lastIndex;
+    }
+    out += `${text.slice(copied, at)}${REDACTED}`;
+    copied = PAIR_NAME.lastIndex = end;
   }
   return copied === 0 ? text : out + text.slice(copied);
 }

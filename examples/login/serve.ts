@@ -38,6 +38,14 @@ function endToEnd(raw: string[]): string[] {
   return kept;
 }
 
+/** The request's end-to-end headers plus the forwarding headers nginx sets (deploy/nginx.conf). */
+function forwardedHeaders(req: http.IncomingMessage): http.OutgoingHttpHeaders {
+  const headers: http.OutgoingHttpHeaders = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !HOP_BY_HOP.has(name)));
+  const from = req.socket.remoteAddress ?? '';
+  const chain = req.headers['x-forwarded-for'];
+  return { ...headers, 'x-forwarded-for': chain ? `${chain}, ${from}` : from, 'x-forwarded-host': req.headers.host ?? '', 'x-forwarded-proto': 'http' };
+}
+
 /**
  * `/api/...` to svc and its answer back, unchanged but for the headers of one connection and the
  * forwarding headers nginx sets (deploy/nginx.conf); svc unreachable: a JSON 502 naming SVC_API, as
@@ -45,8 +53,7 @@ function endToEnd(raw: string[]): string[] {
  */
 function forward(req: http.IncomingMessage, res: http.ServerResponse): void {
   const target = new URL(req.url!, api);
-  const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !HOP_BY_HOP.has(name)));
-  Object.assign(headers, { 'x-forwarded-host': req.headers.host ?? '', 'x-forwarded-proto': 'http' });
+  const headers = forwardedHeaders(req);
   const upstream = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers }, (answer) => {
     res.writeHead(answer.statusCode!, endToEnd(answer.rawHeaders));
     answer.pipe(res);
@@ -70,14 +77,14 @@ function forwardUpgrade(req: http.IncomingMessage, client: Duplex, head: Buffer)
   client.on('error', () => client.destroy());
   if (!(req.url === '/api' || req.url?.startsWith('/api/'))) return void client.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   const target = new URL(req.url, api);
-  const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !HOP_BY_HOP.has(name)));
-  Object.assign(headers, { connection: 'upgrade', upgrade: req.headers.upgrade ?? 'websocket', 'x-forwarded-host': req.headers.host ?? '', 'x-forwarded-proto': 'http' });
+  const headers = { ...forwardedHeaders(req), connection: 'upgrade', upgrade: req.headers.upgrade ?? 'websocket' };
   const upstream = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers });
   const statusLine = (res: http.IncomingMessage) => `HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ''}\r\n`;
   const headerLines = (raw: string[]) => raw.reduce((out, v, i) => (i % 2 ? `${out}${raw[i - 1]}: ${v}\r\n` : out), '');
   upstream.on('upgrade', (res, svcSocket, svcHead) => {
     client.write(`${statusLine(res)}${headerLines(res.rawHeaders)}\r\n`);
     if (svcHead.length) client.write(svcHead);
+    if (head.length) svcSocket.write(head); // what the client sent after its handshake: svc's, once joined
     svcSocket.on('error', () => client.destroy());
     client.on('close', () => svcSocket.destroy());
     svcSocket.on('close', () => client.destroy());
@@ -89,7 +96,6 @@ function forwardUpgrade(req: http.IncomingMessage, client: Duplex, head: Buffer)
   });
   upstream.on('error', () => client.destroy());
   client.on('close', () => upstream.destroy());
-  if (head.length) upstream.write(head);
   upstream.end();
 }
 

@@ -5,7 +5,7 @@ import { createAdapter } from '@socket.io/redis-streams-adapter';
 import { Server, type Namespace, type Socket } from 'socket.io';
 import * as v from 'valibot';
 import type { Auth } from '../auth/index.ts';
-import { hashWorkSessionId, type WorkSessionDoc } from '../auth/work-sessions.ts';
+import type { WorkSessionDoc } from '../auth/work-sessions.ts';
 import type { Config } from '../config/load.ts';
 import type { Collection, Database, Doc } from '../db/index.ts';
 import type { AuthUser, WorkSessionGuest } from '../http/env.ts';
@@ -126,7 +126,7 @@ export class Realtime {
 
     auth.onSessionEnd(async (hash) => this.announce({ s: `session:${hash}`, k: 'end' }));
     auth.onSessionChange(async (hash) => this.announce({ s: `session:${hash}`, k: 'check' }));
-    auth.workSessions.onChange(async (id) => this.announce({ s: `work-session:${hashWorkSessionId(id)}`, k: 'check' }));
+    auth.workSessions.onChange(async (id) => this.announce({ s: rooms.workSession(id), k: 'check' }));
   }
 
   /**
@@ -262,7 +262,7 @@ export class Realtime {
     const owner = rooms.workSession(doc._id);
     const onConnected = () => {
       socket.join(owner);
-      this.registry.add(`work-session:${hashWorkSessionId(doc._id)}`, socket, check, expiryOf(doc), startedAt);
+      this.registry.add(owner, socket, check, expiryOf(doc), startedAt); // a guest's subject is its room
       // SPEC.md "Events": the guest's work session and the composition it opens.
       // Direct: it carries the work session id, the guest's credential, which must not be written to
       // the store (a reconnect is told again).

@@ -13,13 +13,19 @@ RUN npm run build && npm prune --omit=dev \
   && node -e "import('./bin/build.js').then((b) => process.exit(b.buildState() === 'fresh' ? 0 : 1))"
 
 FROM node:24-slim
+# tini as PID 1: it reaps orphaned children (a CLI-connector script's own children whose parent ended
+# first) and passes docker's signals on to node.
+RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 SVC_APP_PATH=/srv/app
 WORKDIR /app
-COPY --from=build --chown=node:node /app /app
+# The service's code stays root's: the runtime user runs it and cannot rewrite it. The only folder it
+# writes is the app root (the embedded database's `.svc-data/`, 0700).
+COPY --from=build /app /app
 RUN mkdir -p /srv/app && chown node:node /srv/app
 USER node
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:3000/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
-# `exec` form: SIGTERM from `docker stop` reaches the service, which drains and exits.
+# `exec` form: SIGTERM from `docker stop` reaches the service (through tini), which drains and exits.
+ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "--max-semi-space-size=8", "--no-memory-reducer", "bin/start.js"]

@@ -1,5 +1,5 @@
 import nedb from '@seald-io/nedb';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DuplicateKeyError, type Collection, type Database, type Doc, type Filter, type FindOptions, type UniqueIndex, type Update } from './db.ts';
 
@@ -69,6 +69,27 @@ class NedbCollection<T extends Doc> implements Collection<T> {
 }
 
 /**
+ * The folder and its files hold password hashes, TOTP secrets and provider secrets: the service's user
+ * only. nedb's own defaults are 0755 / 0644, and a mode given at creation passes through the umask.
+ */
+const DIR_MODE = 0o700;
+const FILE_MODE = 0o600;
+const modes = { dirMode: DIR_MODE, fileMode: FILE_MODE };
+
+/**
+ * Tightens a folder that may predate these modes (an older svc, a checkout's `.svc-data/`, a folder the
+ * operator made): the folder itself and every file in it, with chmod, which no umask touches. Symbolic
+ * links are left alone (chmod would change what they point to).
+ */
+function tighten(dir: string): void {
+  chmodSync(dir, DIR_MODE);
+  for (const name of readdirSync(dir)) {
+    const file = path.join(dir, name);
+    if (lstatSync(file).isFile()) chmodSync(file, FILE_MODE);
+  }
+}
+
+/**
  * The embedded document database: `@seald-io/nedb` files under `SVC_DATA_DIR`, one per collection,
  * so a first `npm start` keeps its users across restarts. A lock file keeps a second process out
  * (two writers would corrupt the append-only files). `inMemory` is for tests.
@@ -80,16 +101,17 @@ export class EmbeddedDatabase implements Database {
 
   constructor(private readonly dir: string | null) {
     if (!dir) return;
-    mkdirSync(dir, { recursive: true });
+    mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+    tighten(dir);
     this.lockFile = path.join(dir, 'LOCK');
     try {
-      writeFileSync(this.lockFile, String(process.pid), { flag: 'wx' });
+      writeFileSync(this.lockFile, String(process.pid), { flag: 'wx', mode: FILE_MODE });
     } catch {
       const pid = Number(readFileSync(this.lockFile, 'utf8'));
       if (pid && pid !== process.pid && isAlive(pid)) {
         throw new Error(`the embedded database in ${dir} is in use by process ${pid}; stop it, or set SVC_DATA_DIR or MONGODB_URL`);
       }
-      writeFileSync(this.lockFile, String(process.pid)); // a stale lock left by a crash
+      writeFileSync(this.lockFile, String(process.pid), { mode: FILE_MODE }); // a stale lock left by a crash
     }
   }
 
@@ -100,7 +122,7 @@ export class EmbeddedDatabase implements Database {
   async collection<T extends Doc>(name: string, indexes: UniqueIndex[] = []): Promise<Collection<T>> {
     let ds = this.stores.get(name) as Datastore<T> | undefined;
     if (!ds) {
-      ds = new Datastore<T>(this.dir ? { filename: path.join(this.dir, `${name}.db`) } : { inMemoryOnly: true });
+      ds = new Datastore<T>(this.dir ? { filename: path.join(this.dir, `${name}.db`), modes } : { inMemoryOnly: true });
       await ds.loadDatabaseAsync();
       if (this.dir) ds.setAutocompactionInterval(10 * 60 * 1000);
       this.stores.set(name, ds as Datastore<Doc>);

@@ -4,7 +4,7 @@
 // and one svc instance: no browser needed.
 
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,6 +73,29 @@ describe.skipIf(noNginx)('nginx in front of svc: errors are JSON', () => {
     await expectJsonError(await fetch(`${app}/api/auth/session?${'a'.repeat(9000)}`), 431, 'headers_too_large');
   });
 
+  // Issue 52 item 11: nginx's default log format wrote reset, verification, magic-link and asset tokens.
+  it('the access log has each request without its query string, asset token or Referer', async () => {
+    const asset = 'A'.repeat(40) + 'tk1';
+    const requests: [string, RequestInit?][] = [
+      [`${app}/reset-password?token=SECRET-RESET`, { headers: { referer: `${app}/verify?token=SECRET-REFERER` } }],
+      [`${app}/api/auth/asset/${asset}`],
+      [`${app}/api/auth/session-asset/${asset}?download=SECRET-QUERY`],
+      [`${app}/api/auth/email/verify?token=SECRET-VERIFY`],
+    ];
+    for (const [url, init] of requests) await (await fetch(url, init)).arrayBuffer();
+    // nginx writes a request's line once it has answered it, unbuffered: present by now, or soon.
+    let log = '';
+    for (let i = 0; i < 50 && !log.includes('/email/verify '); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      log = nginx.accessLog();
+    }
+    expect(log).toContain('"GET /reset-password HTTP/1.1" 200');
+    expect(log).toContain('"GET /api/auth/asset/*** HTTP/1.1" 404');
+    expect(log).toContain('"GET /api/auth/session-asset/*** HTTP/1.1" 404');
+    expect(log).toMatch(/"GET \/api\/auth\/email\/verify HTTP\/1\.1" \d{3}/);
+    expect(log).not.toMatch(/SECRET|tk1/);
+  });
+
   it('a request nginx cannot read: 400 bad_request as JSON', async () => {
     const { port } = new URL(app);
     const answer = await new Promise<string>((resolve, reject) => {
@@ -89,14 +112,14 @@ describe.skipIf(noNginx)('nginx in front of svc: errors are JSON', () => {
 });
 
 describe.skipIf(noNginx)("the operator's guide's nginx.conf for a trial (docs/operations.md)", () => {
-  it('with deploy/nginx.conf as svc.conf, nginx -t accepts it as written (only its folder changed)', () => {
+  it('with deploy/nginx.conf as svc.conf, nginx -t accepts it as written (only its folders changed: the trial\'s, and the access log\'s)', () => {
     const block = /For a trial of your own[\s\S]*?```\n([\s\S]*?)```/.exec(readDoc('docs/operations.md'))?.[1];
     expect(block).toBeDefined();
     const dir = tempDir('svc-ngx-');
     mkdirSync(dir, { recursive: true });
     const conf = block!.replace(/^ {2}/gm, '').replaceAll('/tmp/ngx', dir);
     writeFileSync(path.join(dir, 'nginx.conf'), conf);
-    copyFileSync(path.join(PROJECT_DIR, 'deploy/nginx.conf'), path.join(dir, 'svc.conf'));
+    writeFileSync(path.join(dir, 'svc.conf'), readFileSync(path.join(PROJECT_DIR, 'deploy/nginx.conf'), 'utf8').replaceAll('/var/log/nginx/', `${dir}/`));
     const run = spawnSync(NGINX_BIN, ['-t', '-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')], { encoding: 'utf8' });
     expect(run.status, run.stderr).toBe(0);
     expect(run.stderr).toContain('test is successful');

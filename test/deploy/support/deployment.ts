@@ -90,6 +90,8 @@ export const pickPort = freePort;
 export interface Nginx {
   pid: number;
   errors(): string;
+  /** What deploy/nginx.conf's servers wrote to their access log (its /var/log/nginx/ is the run's folder). */
+  accessLog(): string;
   stop(): Promise<void>;
 }
 
@@ -142,7 +144,8 @@ export async function startNginx(site: string, readyUrls: string[]): Promise<Ngi
   const dir = tempDir('svc-nginx-');
   const temp = (name: string) => path.join(dir, 'temp', name);
   mkdirSync(path.join(dir, 'temp'));
-  writeFileSync(path.join(dir, 'site.conf'), site);
+  // deploy/nginx.conf's servers log to /var/log/nginx/ (root's): here, to this run's folder.
+  writeFileSync(path.join(dir, 'site.conf'), site.replaceAll('/var/log/nginx/', `${dir}/`));
   const conf = path.join(dir, 'nginx.conf');
   const errorLog = path.join(dir, 'error.log');
   writeFileSync(
@@ -202,7 +205,14 @@ export async function startNginx(site: string, readyUrls: string[]): Promise<Ngi
     await stop();
     throw new Error(`nginx did not start:\n${errors()}`);
   }
-  return { pid: child.pid!, errors, stop };
+  const accessLog = () => {
+    try {
+      return readFileSync(path.join(dir, 'svc.access.log'), 'utf8');
+    } catch {
+      return ''; // nothing logged yet
+    }
+  };
+  return { pid: child.pid!, errors, accessLog, stop };
 }
 
 /** True once every URL answers (any status), false when `gone` settles first or after `timeoutMs`. */

@@ -137,10 +137,10 @@ export const disconnectAccount = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'DELETE',
     path: '/auth/account/providers/:provider/:providerAccountId',
-    onRequest: auth.authenticate(),
+    onRequest: [auth.authenticate(), auth.requireFresh()],
     schema: {
       summary: 'Disconnect one of your OAuth accounts',
-      description: '409 `last_login_method` when it is your only way to log in.',
+      description: '409 `last_login_method` when it is your only way to log in; 403 `reauthentication_required` (step-up).',
       tags,
       params: v.strictObject({ provider: providerParam, providerAccountId: v.pipe(v.string(), v.minLength(1), v.maxLength(256)) }),
     },

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { newPasswordSchema } from '../../src/auth/passwords.ts';
+import { MAX_PASSWORD_LENGTH, newPasswordSchema } from '../../src/auth/passwords.ts';
 import { invalidToken } from '../../src/auth/self-service.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
 import { epochOf } from '../../src/auth/users.ts';
@@ -65,7 +65,7 @@ export const signup = ({ auth }: ServerInstance) =>
       body: v.strictObject({ email: emailSchema, password: newPasswordSchema, firstname: v.optional(nameSchema), lastname: v.optional(nameSchema) }),
     },
     handler: async (c, { body }) => {
-      await auth.email.signup(body);
+      await auth.email.signup(c, body);
       return c.json({}, 202);
     },
   });
@@ -91,10 +91,17 @@ export const verifyEmail = ({ auth }: ServerInstance) =>
     path: '/auth/email/verify',
     onRequest: auth.email.guard(),
     config: { public: true },
-    schema: { summary: 'Verify an email address', description: '200 `{"email","emailVerified":true}`; 400 `invalid_token` (bad, used, or older than 24 hours).', tags, body: v.strictObject({ token }) },
+    schema: {
+      summary: 'Verify an email address',
+      description:
+        '200 `{"email","emailVerified":true}`. A sign-up verified from the browser that signed up (its `svc_signup` cookie) or with the sign-up\'s `password` keeps that password; any other verification is a claim by the mailbox\'s owner: the sign-up\'s password and every way in added since are removed, and the answer adds `"passwordResetToken"` (single use, 30 minutes) for `POST /auth/password/reset`. 400 `invalid_token` (bad, used, or older than 24 hours); 401 `invalid_credentials` (a wrong `password`: nothing changes, counted like a failed login); 429 `too_many_attempts`.',
+      tags,
+      body: v.strictObject({ token, password: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH))) }),
+    },
     handler: async (c, { body }) => {
-      const user = await auth.email.verify(body.token);
-      return c.json({ email: user.email, emailVerified: true });
+      const { user, passwordResetToken } = await auth.email.verify(c, body.token, body.password);
+      c.header('Cache-Control', 'no-store');
+      return c.json({ email: user.email, emailVerified: true as const, ...(passwordResetToken ? { passwordResetToken } : {}) });
     },
   });
 

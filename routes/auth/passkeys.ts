@@ -85,8 +85,8 @@ export const deletePasskey = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'DELETE',
     path: '/auth/passkeys/:id',
-    onRequest: auth.authenticate(),
-    schema: { summary: 'Remove a passkey', description: '404 `not_found` for an id that is not one of yours; 409 `last_login_method` for your only way to log in.', tags, params: idParams },
+    onRequest: [auth.authenticate(), auth.requireFresh()],
+    schema: { summary: 'Remove a passkey', description: '404 `not_found` for an id that is not one of yours; 409 `last_login_method` for your only way to log in; 403 `reauthentication_required` (step-up).', tags, params: idParams },
     handler: async (c, { params }) => {
       await auth.removePasskey(c.get('authUser')!.userId, params.id);
       return c.body(null, 204);
@@ -134,6 +134,7 @@ export const loginPasskey = ({ auth }: ServerInstance) =>
         await auth.startSecondStep(c, { userId: user._id, epoch: epochOf(user), provider: 'passkey' });
         return c.json({ mfaRequired: true });
       }
-      return startSession(c, auth, user, 'passkey', { refused: () => new AppError(401, 'invalid_passkey', 'The passkey was not accepted: the account changed during the login; try again') });
+      // Without UV the session is no proof for step-up, as `POST /auth/reauthenticate` refuses such an assertion.
+      return startSession(c, auth, user, 'passkey', { proven: userVerified, refused: () => new AppError(401, 'invalid_passkey', 'The passkey was not accepted: the account changed during the login; try again') });
     },
   });

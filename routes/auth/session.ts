@@ -59,9 +59,9 @@ export async function startSession(
   auth: Auth,
   user: UserDoc,
   provider: string,
-  { returnTo, refused = () => new AppError(401, 'invalid_credentials', 'The email or the password is wrong') }: { returnTo?: string; refused?: () => Error } = {},
+  { returnTo, refused = () => new AppError(401, 'invalid_credentials', 'The email or the password is wrong'), proven }: { returnTo?: string; refused?: () => Error; proven?: boolean } = {},
 ): Promise<Response> {
-  const started = await auth.login(c, user, provider, (fresh) => fresh.passwordHash === user.passwordHash);
+  const started = await auth.login(c, user, provider, (fresh) => fresh.passwordHash === user.passwordHash, { proven });
   // The account changed since the credential was checked: `refused` says so in the caller's terms.
   if (!started) throw refused();
   const { id, email, firstname, lastname, isAdmin } = toPublicUser(started.user);

@@ -36,16 +36,19 @@ export const confirmTotp = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'POST',
     path: '/auth/totp/confirm',
-    onRequest: auth.authenticate(),
+    onRequest: [auth.authenticate(), auth.requireFresh()],
     schema: {
       summary: 'Confirm two-factor authentication with a first code',
-      description: 'Answers 10 single-use recovery codes, shown only here. 400 `invalid_code` for a wrong code.',
+      description: 'Answers 10 single-use recovery codes, shown only here. 400 `invalid_code` for a wrong code; 429 `too_many_attempts` (wrong codes count toward the per-user limit of the second login step); 403 `reauthentication_required` (step-up).',
       tags,
       body: v.strictObject({ code }),
     },
     handler: async (c, { body }) => {
       const userId = c.get('authUser')!.userId;
+      // Counted before the code is checked (CONTRACT 10), like every other place a code is checked.
+      const codeTry = await auth.codeLimit.take(userId);
       const recoveryCodes = await auth.totp.confirm(await auth.users.get(userId), body.code);
+      await codeTry.succeeded();
       await auth.refreshSessions(userId);
       c.header('Cache-Control', 'no-store');
       return c.json({ recoveryCodes });

@@ -1,11 +1,14 @@
 import * as v from 'valibot';
 import { newPasswordSchema } from '../../src/auth/passwords.ts';
-import { toPublicUser } from '../../src/auth/users.ts';
+import { isAdmin, toPublicUser } from '../../src/auth/users.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import { emailSchema, idParams, intQuery, nameSchema } from '../../src/http/schemas.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 
-
+// Step-up (CONTRACT 10): an admin granting admin, setting another's password or deleting a user needs a
+// session authenticated within `auth.session.freshAge`, so a stale or stolen admin cookie cannot mint a
+// lasting admin login of its own. Reading and editing names do not.
+const stepUp = '403 `reauthentication_required` (step-up) when a session not authenticated within `auth.session.freshAge`';
 
 const createBody = v.strictObject({
   email: emailSchema,
@@ -31,8 +34,9 @@ export const createUser = ({ auth }: ServerInstance) =>
     path: '/auth/users',
     onRequest: auth.authenticate({ admin: true }),
     config: { type: 'dataCreate' },
-    schema: { summary: 'Create a user (admin)', tags, body: createBody },
+    schema: { summary: 'Create a user (admin)', description: `${stepUp} makes an admin.`, tags, body: createBody },
     handler: async (c, { body }) => {
+      if (body.isAdmin) await auth.assertFresh(c);
       const user = await auth.users.create({ ...body, email_verified: false, createdVia: 'admin' });
       return c.json(toPublicUser(user), 201);
     },
@@ -73,12 +77,13 @@ export const updateUser = ({ auth }: ServerInstance) =>
     config: { type: 'dataUpdate' },
     schema: {
       summary: 'Change a user (admin)',
-      description: 'A new password ends the user\'s other sessions; `isAdmin` takes effect on the user\'s next request.',
+      description: `A new password ends the user's other sessions; \`isAdmin\` takes effect on the user's next request. ${stepUp} sets a password or changes \`isAdmin\`.`,
       tags,
       params: idParams,
       body: patchBody,
     },
     handler: async (c, { params, body }) => {
+      if (body.password !== undefined || (body.isAdmin !== undefined && body.isAdmin !== isAdmin(await auth.users.get(params.id)))) await auth.assertFresh(c);
       const keep = c.get('authUser')!.userId === params.id ? c.get('session')!.hash : undefined;
       return c.json(toPublicUser(await auth.updateUser(params.id, body, { keepSessionHash: keep })));
     },
@@ -88,9 +93,9 @@ export const deleteUser = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'DELETE',
     path: '/auth/users/:id',
-    onRequest: auth.authenticate({ admin: true }),
+    onRequest: [auth.authenticate({ admin: true }), auth.requireFresh()],
     config: { type: 'dataDelete' },
-    schema: { summary: 'Delete a user and end their sessions (admin)', tags, params: idParams },
+    schema: { summary: 'Delete a user and end their sessions (admin)', description: `${stepUp}.`, tags, params: idParams },
     handler: async (c, { params }) => {
       await auth.deleteUser(params.id);
       return c.body(null, 204);

@@ -226,9 +226,10 @@ export class Auth {
    * session is undone and the login retried from the fresh user, or refused), or the change comes
    * later and finds the session in the index. `stillValid` says whether the credential that was
    * checked still holds for a fresh copy of the user (the same password hash, the identity still
-   * linked). Returns null when it no longer does.
+   * linked). Returns null when it no longer does. `proven: false`: the login does not count as a
+   * proof for step-up (`Sessions.markUnproven`).
    */
-  async login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean): Promise<{ session: Session; user: UserDoc } | null> {
+  async login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean, { proven = true } = {}): Promise<{ session: Session; user: UserDoc } | null> {
     await this.endCarriedSession(c);
     // Any lifecycle event since the credential was checked (a claim, a reset, a factor removed, a
     // deletion) ends this login too: the credential may be one that event took away.
@@ -249,6 +250,7 @@ export class Auth {
         // place that records a login, and only a finished one (not a first step waiting for a code).
         const lastLoginAt = new Date().toISOString();
         try {
+          if (!proven) await this.sessions.markUnproven(session.hash);
           await this.users.users.updateOne({ _id: fresh._id }, { $set: { lastLoginAt } });
         } catch (err) {
           await this.sessions.destroy(id).catch(() => {});
@@ -482,15 +484,19 @@ export class Auth {
    * Usage: `onRequest: [auth.authenticate(), auth.requireFresh()]`.
    */
   requireFresh(): MiddlewareHandler<AppEnv> {
-    const maxAgeMs = this.config.auth.session.freshAge * 1000;
     return async (c, next) => {
-      const session = c.get('session');
-      if (!session) throw unauthenticatedError(c);
-      if (Date.now() - (await this.sessions.authenticatedAt(session)) > maxAgeMs) {
-        throw new AppError(403, 'reauthentication_required', 'Confirm it is you first: POST /auth/reauthenticate with your password, a TOTP code or a passkey');
-      }
+      await this.assertFresh(c);
       await next();
     };
+  }
+
+  /** `requireFresh` inside a handler, for a route that needs step-up only for some bodies (an admin granting admin). */
+  async assertFresh(c: Context<AppEnv>): Promise<void> {
+    const session = c.get('session');
+    if (!session) throw unauthenticatedError(c);
+    if (Date.now() - (await this.sessions.authenticatedAt(session)) > this.config.auth.session.freshAge * 1000) {
+      throw new AppError(403, 'reauthentication_required', 'Confirm it is you first: POST /auth/reauthenticate with your password, a TOTP code or a passkey');
+    }
   }
 
   /**

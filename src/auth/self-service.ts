@@ -16,6 +16,8 @@ import { atEpoch, epochOf, ownsEmail, type UserDoc, type UserService } from './u
 
 /** The HttpOnly cookie that binds a magic-link request to the browser that made it (CONTRACT 12). */
 export const MAGIC_COOKIE = 'svc_magic';
+/** The HttpOnly cookie of the browser that signed up: a verification from it keeps the sign-up's password (CONTRACT 12). */
+export const SIGNUP_COOKIE = 'svc_signup';
 const WINDOW = 15 * 60;
 /** Mails per address per WINDOW (asking for more still answers 202). */
 const MAILS_PER_ADDRESS = 3;
@@ -33,6 +35,9 @@ export const invalidToken = () => new AppError(400, 'invalid_token', 'The link i
 export interface SelfServiceAuth {
   readonly users: UserService;
   claim(user: UserDoc): Promise<void>;
+  checkPassword(c: Context, email: string, password: string): Promise<UserDoc | null>;
+  readonly passkeys: { list(userId: string): Promise<{ name: string }[]> };
+  readonly accounts: { listFor(userId: string): Promise<{ provider: string }[]> };
   endAllSessions(userId: string, keep?: string): Promise<void>;
 }
 
@@ -116,13 +121,35 @@ export class EmailSelfService {
     if (await this.mayMail(email)) this.later(email, 'verify', 'verify', (user) => !user.email_verified);
   }
 
-  /** `POST /auth/signup`: a new unverified user and a verification mail; a known address: nothing changes, its owner is told. */
-  async signup(body: { email: string; password: string; firstname?: string; lastname?: string }): Promise<void> {
+  /**
+   * The random value of this browser's `cookie` (set, or kept when it holds one, so that the links of
+   * two requests from one browser both work there), renewed for `maxAge` seconds; returns its SHA-256.
+   */
+  private bindBrowser(c: Context, cookie: string, maxAge: number): string {
+    const held = this.cookies.read(c, cookie);
+    const binding = held && BINDING.test(held) ? held : randomBytes(32).toString('base64url');
+    this.cookies.set(c, cookie, binding, maxAge, 'Strict');
+    return sha256hex(binding);
+  }
+
+  /** Whether the request carries the cookie whose SHA-256 is `bound`. */
+  private heldBy(c: Context, cookie: string, bound: string | undefined): boolean {
+    const held = this.cookies.read(c, cookie);
+    return bound !== undefined && held !== undefined && sha256hex(held) === bound;
+  }
+
+  /**
+   * `POST /auth/signup`: a new unverified user and a verification mail; a known address: nothing
+   * changes, its owner is told. Either way this browser gets `svc_signup` (the same answer for both):
+   * it is what later tells the maker's verification from the mailbox owner's (`verify`).
+   */
+  async signup(c: Context, body: { email: string; password: string; firstname?: string; lastname?: string }): Promise<void> {
+    const signupBinding = this.bindBrowser(c, SIGNUP_COOKIE, TOKEN_TTL.verify);
     const mail = await this.mayMail(body.email);
     let kind: MailKind = 'verify';
     try {
       // Never an admin: `create` tags only on `isAdmin`, which a sign-up never passes.
-      await this.auth.users.create({ ...body, email_verified: false, createdVia: 'signup' });
+      await this.auth.users.create({ ...body, email_verified: false, createdVia: 'signup', signupBinding });
     } catch (err) {
       if ((err as AppError).code !== 'user_exists') throw err;
       kind = 'signupExisting';
@@ -132,11 +159,8 @@ export class EmailSelfService {
 
   /** `POST /auth/login/link`: binds the request to this browser (`svc_magic`), then a mail to an existing user. */
   async startMagicLink(c: Context, email: string): Promise<void> {
-    const held = this.cookies.read(c, MAGIC_COOKIE);
-    // A second request from the same browser keeps its binding, so the link of either mail works there.
-    const binding = held && BINDING.test(held) ? held : randomBytes(32).toString('base64url');
-    this.cookies.set(c, MAGIC_COOKIE, binding, TOKEN_TTL.magicLink, 'Strict');
-    if (await this.mayMail(email)) this.later(email, 'magicLink', 'magicLink', () => true, sha256hex(binding));
+    const binding = this.bindBrowser(c, MAGIC_COOKIE, TOKEN_TTL.magicLink);
+    if (await this.mayMail(email)) this.later(email, 'magicLink', 'magicLink', () => true, binding);
   }
 
   /**
@@ -160,11 +184,11 @@ export class EmailSelfService {
       await this.auth.claim(user);
       epoch++;
     }
-    const $set = { email_verified: true, updatedAt: new Date().toISOString() };
-    if (!logsIn) return (await this.auth.users.users.updateOne({ _id: user._id }, { $set })) ?? user;
+    const update = { $set: { email_verified: true, updatedAt: new Date().toISOString() }, $unset: { signupBinding: true as const } };
+    if (!logsIn) return (await this.auth.users.users.updateOne({ _id: user._id }, update)) ?? user;
     // A token that logs in: only while no lifecycle event (a logout-all, a reset) came between its
     // check and now. The user handed to the login carries the token's epoch, so a later one ends it too.
-    const done = await this.auth.users.users.updateOne(atEpoch(user._id, epoch), { $set });
+    const done = await this.auth.users.users.updateOne(atEpoch(user._id, epoch), update);
     if (!done) throw invalidToken();
     return done;
   }
@@ -191,10 +215,29 @@ export class EmailSelfService {
     this.notify(done, 'passwordChanged');
   }
 
-  /** `POST /auth/email/verify`. A signed-up user keeps its password (it is what the mailbox owner chose, or the owner confirms an account made with it). */
-  async verify(token: string): Promise<UserDoc> {
+  /**
+   * `POST /auth/email/verify`. A sign-up keeps its password only when whoever made it verifies: from the
+   * browser holding that sign-up's `svc_signup`, or with its password in the body (a wrong one: 401,
+   * counted like a failed login, the token unused). Any other verification is the mailbox owner's
+   * claim (the sign-up may be a stranger's squatting the address): the password and every way in
+   * added since go, and the answer carries a reset token so the page asks for a new password.
+   */
+  async verify(c: Context, token: string, password?: string): Promise<{ user: UserDoc; passwordResetToken?: string }> {
+    let provedAt: number | null = null; // the epoch at which the password was proven
+    if (password !== undefined) {
+      const peeked = await this.tokens.peek('verify', token);
+      const maker = peeked && (await this.auth.users.findById(peeked.userId));
+      if (!maker || maker.email !== peeked.email) throw invalidToken();
+      if ((await this.auth.checkPassword(c, maker.email, password))?._id !== maker._id) throw new AppError(401, 'invalid_credentials', 'The password is wrong');
+      provedAt = epochOf(maker);
+    }
     const user = await this.holder(await this.tokens.consume('verify', token), false);
-    return this.mailboxProven(user, { claim: !ownsEmail(user) && user.createdVia !== 'signup' });
+    const byMaker = provedAt === epochOf(user) || this.heldBy(c, SIGNUP_COOKIE, user.signupBinding);
+    const claim = !ownsEmail(user) && !(user.createdVia === 'signup' && byMaker);
+    const done = await this.mailboxProven(user, { claim });
+    if (!claim) return { user: done };
+    const passwordResetToken = await this.tokens.issue('reset', { userId: done._id, email: done.email, epoch: epochOf(done) });
+    return { user: done, passwordResetToken };
   }
 
   /**
@@ -216,8 +259,27 @@ export class EmailSelfService {
     return this.config.auth.signup.requireVerifiedEmail && user.createdVia === 'signup' && !user.email_verified;
   }
 
-  /** A security notice (no link) to the user, after the answer; nothing without SMTP. */
+  /**
+   * A security notice to the user, after the answer; nothing without SMTP. After a password change or
+   * reset it lists the ways in that stayed (a reset keeps passkeys, identities and TOTP by design), to be
+   * checked on the account page. No link (CONTRACT 12): a notice must not train users to click mailed links.
+   */
   notify(user: UserDoc, kind: 'passwordChanged' | 'totpDisabled'): void {
-    if (this.mailer.configured) this.mailer.later(kind, () => this.mailer.send(user.email, kind, { email: user.email }));
+    if (!this.mailer.configured) return;
+    this.mailer.later(kind, async () => {
+      const waysIn = kind === 'passwordChanged' ? await this.waysInLeft(user) : undefined;
+      await this.mailer.send(user.email, kind, { email: user.email, ...(waysIn ? { waysIn } : {}) });
+    });
+  }
+
+  /** One sentence naming the ways in besides the password, e.g. "These stay: the passkey "Laptop", a Google account, two-factor authentication (TOTP)." */
+  private async waysInLeft(user: UserDoc): Promise<string> {
+    const [passkeys, accounts] = await Promise.all([this.auth.passkeys.list(user._id), this.auth.accounts.listFor(user._id)]);
+    const items = [
+      ...passkeys.map((p) => `the passkey "${p.name}"`),
+      ...accounts.map((a) => `a connected ${a.provider} account`),
+      ...(user.totp?.secret ? ['two-factor authentication (TOTP) and its recovery codes'] : []),
+    ];
+    return items.length ? `These stay: ${items.join(', ')}.` : 'The account has no other way in.';
   }
 }

@@ -144,15 +144,26 @@ export class SessionService {
     return `${this.prefix}session-auth:${hash}`;
   }
 
-  /** Epoch ms of the session's last proof of who it is: a reauthentication, else its login. One store read (step-up routes only). */
+  /**
+   * Epoch ms of the session's last proof of who it is: a reauthentication, else its login (unless the
+   * login proved too little: `markUnproven`). One store read (step-up routes only).
+   */
   async authenticatedAt(session: Session): Promise<number> {
-    const at = Number(await this.store.get(this.authKey(session.hash)));
-    return Math.max(at || 0, session.createdAt);
+    const at = await this.store.get(this.authKey(session.hash));
+    return at === null ? session.createdAt : Number(at) || 0;
   }
 
   /** The session proved who it is again, now (step-up). */
   async markAuthenticated(hash: string): Promise<void> {
     await this.store.set(this.authKey(hash), String(this.now()), { ttl: this.lifetime });
+  }
+
+  /**
+   * A new session whose login does not count as a proof for step-up (a passkey without user
+   * verification, which `POST /auth/reauthenticate` refuses too): stale until a reauthentication.
+   */
+  async markUnproven(hash: string): Promise<void> {
+    await this.store.set(this.authKey(hash), '0', { ttl: this.lifetime });
   }
 
   /** Where the session was created (`SessionOrigin`): beside the record, whose shape CONTRACT fixes. */

@@ -45,6 +45,11 @@ export interface UserDoc {
   email_verified: boolean;
   /** Absent on users made before 0.2.1: see `ownsEmail`. */
   createdVia?: CreatedVia;
+  /**
+   * A sign-up not verified yet: SHA-256 of the `svc_signup` cookie of the browser that made it. A
+   * verification from that browser keeps the sign-up's password; from any other it is a claim (CONTRACT 12).
+   */
+  signupBinding?: string;
   passwordHash?: string;
   /**
    * The credentials epoch (DESIGN "Every way in has one lifecycle"): every lifecycle event (claim,
@@ -133,6 +138,7 @@ export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 export interface NewUser {
   email: string;
   password?: string;
+  signupBinding?: string;
   firstname?: string;
   lastname?: string;
   isAdmin?: boolean;
@@ -170,6 +176,7 @@ export class UserService {
       lastname: input.lastname ?? '',
       email_verified: input.email_verified ?? false,
       createdVia: input.createdVia,
+      ...(input.signupBinding ? { signupBinding: input.signupBinding } : {}),
       ...(input.password ? { passwordHash: await hashPassword(input.password) } : {}),
       tags: input.isAdmin ? [ADMIN_TAG] : [],
       oauthAccounts: [],

@@ -10,18 +10,23 @@ import type { Config } from '../config/load.ts';
 export const MAIL_KINDS = ['verify', 'reset', 'magicLink', 'signupExisting', 'passwordChanged', 'totpDisabled'] as const;
 export type MailKind = (typeof MAIL_KINDS)[number];
 
-/** What a template may use as `{{name}}`: the address, and for mails with a link the link and how long it works. */
+/**
+ * What a template may use as `{{name}}`: the address, and for mails with a link the link and how long it
+ * works; `waysIn`: the ways in a password change or reset left as they were (a passkey, a connected
+ * account, TOTP), so the user can check them on the account page.
+ */
 export interface MailVars {
   email: string;
   link?: string;
   validFor?: string;
+  waysIn?: string;
 }
 const VARIABLES: Record<MailKind, (keyof MailVars)[]> = {
   verify: ['email', 'link', 'validFor'],
   reset: ['email', 'link', 'validFor'],
   magicLink: ['email', 'link', 'validFor'],
   signupExisting: ['email', 'link', 'validFor'],
-  passwordChanged: ['email'],
+  passwordChanged: ['email', 'waysIn'],
   totpDisabled: ['email'],
 };
 
@@ -47,7 +52,15 @@ const TEXTS: Record<MailKind, [string[], string | null, string[]]> = {
     'Choose a new password',
     ['The link works for {{validFor}}, once. If it was not you, you can ignore this mail.'],
   ],
-  passwordChanged: [['The password of the account {{email}} was changed, and every session of the account was ended.', ALARM], null, []],
+  passwordChanged: [
+    [
+      'The password of the account {{email}} was changed, and every session of the account was ended.',
+      'A new password leaves the other ways in as they were. {{waysIn}} Review them on your account page: open the site yourself and sign in (security notices never carry a link).',
+      ALARM,
+    ],
+    null,
+    [],
+  ],
   totpDisabled: [['Two-factor authentication was turned off for the account {{email}}.', ALARM], null, []],
 };
 

@@ -157,11 +157,16 @@ describe('sign-up and verification', () => {
     a = await app();
   });
 
-  it('sign-up -> unverified user, no admin, login 403 email_not_verified (wrong password 401) -> link -> verified, login works', async () => {
+  it('sign-up -> unverified user, no admin, login 403 email_not_verified (wrong password 401) -> link in the same browser -> verified, login works', async () => {
     const email = newEmail();
-    const res = await post(browser(a), '/auth/signup', { email, password: 'my own password', firstname: 'Ann', isAdmin: undefined });
+    const maker = browser(a);
+    const res = await post(maker, '/auth/signup', { email, password: 'my own password', firstname: 'Ann', isAdmin: undefined });
     expect(res.status).toBe(202);
     expect(await res.json()).toEqual({});
+    const [signupCookie] = setCookies(res, 'svc_signup');
+    expect(signupCookie!.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(signupCookie!.attrs.has('httponly')).toBe(true);
+    expect(signupCookie!.attrs.get('max-age')).toBe('86400');
     const user = (await a.instance.auth.users.findByEmail(email))!;
     expect(user).toMatchObject({ email_verified: false, createdVia: 'signup', firstname: 'Ann', tags: [] });
 
@@ -173,13 +178,67 @@ describe('sign-up and verification', () => {
 
     const [mail] = await smtp.waitFor(email);
     expect(mail!.subject).toBe('Confirm your email address');
-    const verified = await post(browser(a), '/auth/email/verify', { token: tokenFrom(mail!, '/verify-email') });
+    const verified = await post(maker, '/auth/email/verify', { token: tokenFrom(mail!, '/verify-email') });
     expect(verified.status).toBe(200);
     expect(await verified.json()).toEqual({ email, emailVerified: true });
+    expect((await a.instance.auth.users.findByEmail(email))!.signupBinding).toBeUndefined();
     const ok = await browser(a).login(email, 'my own password');
     expect(ok.status).toBe(200);
     expect(((await ok.json()) as { user: { isAdmin: boolean } }).user.isAdmin).toBe(false);
     expect(await codeOf(await post(browser(a), '/auth/email/verify', { token: tokenFrom(mail!, '/verify-email') }))).toBe('invalid_token');
+  });
+
+  it("a sign-up verified from another browser is the mailbox owner's claim: the squatter's password and ways in go, the answer carries a reset token", async () => {
+    const open = await app({ config: { auth: { signup: { enabled: true, requireVerifiedEmail: false } }, server: { trustProxy: 1 } } });
+    const victim = newEmail();
+    const squatter = browser(open);
+    expect((await post(squatter, '/auth/signup', { email: victim, password: 'the squatter password' })).status).toBe(202);
+    expect((await squatter.login(victim, 'the squatter password')).status).toBe(200);
+    // A way in added since the sign-up: a pending TOTP enrolment confirmed.
+    const enrolled = (await (await post(squatter, '/auth/totp/enroll', {})).json()) as { otpauthUri: string };
+    const totp = new TOTP({ secret: Secret.fromBase32(new URL(enrolled.otpauthUri).searchParams.get('secret')!) });
+    expect((await post(squatter, '/auth/totp/confirm', { code: totp.generate() })).status).toBe(200);
+    const epochBefore = (await open.instance.auth.users.findByEmail(victim))!.epoch ?? 0;
+
+    // The owner clicks "Confirm your email address" in a browser of their own.
+    const [mail] = await smtp.waitFor(victim);
+    const owner = browser(open);
+    const verified = await post(owner, '/auth/email/verify', { token: tokenFrom(mail!, '/verify-email') });
+    expect(verified.status).toBe(200);
+    expect(verified.headers.get('cache-control')).toBe('no-store');
+    const body = (await verified.json()) as { email: string; emailVerified: true; passwordResetToken: string };
+    expect(body).toEqual({ email: victim, emailVerified: true, passwordResetToken: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+
+    const user = (await open.instance.auth.users.findByEmail(victim))!;
+    expect(user.passwordHash).toBeUndefined();
+    expect(user.totp).toBeUndefined();
+    expect(user.email_verified).toBe(true);
+    expect(user.epoch).toBeGreaterThan(epochBefore);
+    expect((await squatter.fetch('/auth/session')).status).toBe(401);
+    expect(await codeOf(await browser(open).login(victim, 'the squatter password'))).toBe('invalid_credentials');
+
+    // The page asks for a new password with the token: the owner's account, no second step.
+    expect((await post(owner, '/auth/password/reset', { token: body.passwordResetToken, newPassword: 'the owner password' })).status).toBe(204);
+    expect(await (await owner.login(victim, 'the owner password')).json()).toMatchObject({ user: { email: victim } });
+    expect(await codeOf(await post(owner, '/auth/password/reset', { token: body.passwordResetToken, newPassword: 'once more please' }))).toBe('invalid_token');
+  });
+
+  it("a sign-up verified elsewhere with its own password keeps it; a wrong password is 401, counted, and leaves the token usable", async () => {
+    const email = newEmail();
+    expect((await post(browser(a), '/auth/signup', { email, password: 'my own password' })).status).toBe(202);
+    const token = tokenFrom((await smtp.waitFor(email))[0]!, '/verify-email');
+    const phone = browser(a);
+    const wrong = await post(phone, '/auth/email/verify', { token, password: 'not my password' });
+    expect(wrong.status).toBe(401);
+    expect(await codeOf(wrong)).toBe('invalid_credentials');
+    const unchanged = (await a.instance.auth.users.findByEmail(email))!;
+    expect(unchanged).toMatchObject({ email_verified: false });
+    expect(unchanged.passwordHash).toBeDefined();
+
+    const right = await post(phone, '/auth/email/verify', { token, password: 'my own password' });
+    expect(right.status).toBe(200);
+    expect(await right.json()).toEqual({ email, emailVerified: true });
+    expect((await browser(a).login(email, 'my own password')).status).toBe(200);
   });
 
   it('sign-up with a known address: 202 as for a new one, nothing changes, the owner gets a mail with a working reset link', async () => {
@@ -504,6 +563,30 @@ describe('templates, notices and the transport', () => {
     const mails = await smtp.waitFor(user.email, 2);
     expect(mails.map((m) => m.subject)).toEqual(['Your password was changed', 'Two-factor authentication was turned off']);
     for (const m of mails) expect(m.text).not.toMatch(/https?:/);
+  });
+
+  it('the notice after a reset lists the ways in that stayed (TOTP here), with no link; without any it says so', async () => {
+    const a = await app();
+    const user = await a.createUser();
+    const me = browser(a);
+    await me.login(user.email, user.password);
+    const enrolled = (await (await post(me, '/auth/totp/enroll', {})).json()) as { otpauthUri: string };
+    const totp = new TOTP({ secret: Secret.fromBase32(new URL(enrolled.otpauthUri).searchParams.get('secret')!) });
+    expect((await post(me, '/auth/totp/confirm', { code: totp.generate() })).status).toBe(200);
+    await post(browser(a), '/auth/password/forgot', { email: user.email });
+    const reset = tokenFrom((await smtp.waitFor(user.email))[0]!, '/reset-password');
+    expect((await post(browser(a), '/auth/password/reset', { token: reset, newPassword: 'a brand new password' })).status).toBe(204);
+    const notice = (await smtp.waitFor(user.email, 2)).find((m) => m.subject === 'Your password was changed')!;
+    expect(notice.text).toContain('These stay: two-factor authentication (TOTP) and its recovery codes.');
+    expect(notice.html).toContain('These stay: two-factor authentication (TOTP) and its recovery codes.');
+    expect(notice.text).not.toMatch(/https?:/);
+
+    const plain = await a.createUser();
+    const other = browser(a);
+    await other.login(plain.email, plain.password);
+    await post(other, '/auth/password', { currentPassword: plain.password, newPassword: 'the second password' });
+    const [changed] = await smtp.waitFor(plain.email);
+    expect(changed!.text).toContain('The account has no other way in.');
   });
 
   it('STARTTLS when the server offers it; a relay on loopback with a self-signed certificate (a local Postfix) is used as it is', async () => {

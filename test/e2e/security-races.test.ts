@@ -185,6 +185,21 @@ describe.skipIf(!redisUrl)('races on real Redis with two instances', () => {
     expect(await codeOf(await pending.fetch(B, '/auth/login/totp', { method: 'POST', json: { code: totp.generate({ timestamp: Date.now() + 30_000 }) } }))).toBe('too_many_attempts');
   });
 
+  // CONTRACT 10: wrong codes at POST /auth/totp/confirm count toward the user's limit (30 wrong codes
+  // over two instances, then the right one, gave the recovery codes).
+  it('POST /auth/totp/confirm: 30 parallel wrong codes over both instances, at most 10 checked, then the right code is 429 too', async () => {
+    const user = await A.createUser();
+    const jar = await signedIn(A, user);
+    const { otpauthUri } = (await (await jar.fetch(A, '/auth/totp/enroll', { method: 'POST' })).json()) as { otpauthUri: string };
+    const totp = new TOTP({ secret: Secret.fromBase32(new URL(otpauthUri).searchParams.get('secret')!) });
+    const codes = tally(await Promise.all(Array.from({ length: 30 }, (_, i) => jar.clone().fetch(on(i), '/auth/totp/confirm', { method: 'POST', json: { code: wrongCode(totp) } }).then(codeOf))));
+    expect(codes.invalid_code ?? 0, JSON.stringify(codes)).toBeLessThanOrEqual(10);
+    expect((codes.invalid_code ?? 0) + (codes.too_many_attempts ?? 0), JSON.stringify(codes)).toBe(30);
+    const right = await jar.fetch(B, '/auth/totp/confirm', { method: 'POST', json: { code: totp.generate() } });
+    expect(await codeOf(right)).toBe('too_many_attempts');
+    expect((await A.instance.auth.users.get(user.id)).totp?.secret).toBeUndefined();
+  });
+
   it('a recovery code works once: 10 pending logins spend the same code in parallel, one session', async () => {
     const user = await A.createUser();
     const { recoveryCodes } = await withTotp(user);
@@ -479,7 +494,7 @@ describe.skipIf(!redisUrl)('mailed links and the mail cap on real Redis with two
     const dbUrl = mongoUrl ? mongoUrl.replace(/\/[^/?]*(\?|$)/, `/races_mail_${randomUUID().slice(0, 8)}$1`) : null;
     const shared = EmbeddedDatabase.inMemory();
     const db = async () => (dbUrl ? MongoDatabase.connect(dbUrl) : shared);
-    const config = { auth: { store: { keyPrefix: `svctest:${randomUUID().slice(0, 8)}:auth:` }, magicLink: { enabled: true } }, server: { trustProxy: 1 } };
+    const config = { auth: { store: { keyPrefix: `svctest:${randomUUID().slice(0, 8)}:auth:` }, magicLink: { enabled: true }, signup: { enabled: true } }, server: { trustProxy: 1 } };
     const env = { SVC_FRONTEND_URLS: FRONTEND, SVC_SMTP_URL: smtp.url };
     A = await createTestApp({ redisUrl, db: await db(), config, env });
     B = await createTestApp({ redisUrl, db: await db(), config, env });
@@ -556,6 +571,42 @@ describe.skipIf(!redisUrl)('mailed links and the mail cap on real Redis with two
       expect(out.status).toBe(204);
       expect([200, 400], `round ${round}`).toContain(verify.status);
       expect(await A.instance.auth.sessions.list(user.id), `round ${round}: verify ${verify.status}`).toEqual([]);
+    }
+  });
+
+  /** A sign-up from `maker` (a browser), and the token of its verification mail. */
+  async function signedUp(maker: Jar, password: string) {
+    const email = `signup-${randomUUID().slice(0, 8)}@example.com`;
+    expect((await maker.fetch(A, '/auth/signup', { method: 'POST', json: { email, password } })).status).toBe(202);
+    return { email, token: tokenFrom((await smtp.waitFor(email))[0]!, '/verify-email') };
+  }
+
+  // CONTRACT 12: a wrong sign-up password at verification counts like a failed login (5 per email+IP).
+  it('a verification with guessed sign-up passwords: 20 in parallel over both instances, at most 5 checked, the account unchanged', async () => {
+    const { email, token } = await signedUp(new Jar(), 'the maker password');
+    const ip = nextIp();
+    const codes = tally(await Promise.all(Array.from({ length: 20 }, (_, i) => new Jar(ip).fetch(on(i), '/auth/email/verify', { method: 'POST', json: { token, password: `guess ${i}` } }).then(codeOf))));
+    expect(codes.invalid_credentials ?? 0, JSON.stringify(codes)).toBeLessThanOrEqual(5);
+    expect((codes.invalid_credentials ?? 0) + (codes.too_many_attempts ?? 0), JSON.stringify(codes)).toBe(20);
+    const user = (await A.instance.auth.users.findByEmail(email))!;
+    expect(user.email_verified).toBe(false);
+    expect(user.passwordHash).toBeDefined();
+  });
+
+  // The maker's browser and the mailbox owner's use one verification link at once: one of them wins
+  // whole (the password kept, or the claim with its reset token), never a mix.
+  it('one verification link used by the maker\'s browser and by others in parallel (6 rounds): one 200, and its outcome holds', async () => {
+    for (let round = 0; round < 6; round++) {
+      const maker = new Jar();
+      const { email, token } = await signedUp(maker, 'the maker password');
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 ? maker.clone() : new Jar()).fetch(on(i + round), '/auth/email/verify', { method: 'POST', json: { token } }).then(async (r) => ({ status: r.status, body: (await r.json()) as { passwordResetToken?: string } }))),
+      );
+      const won = answers.filter((a) => a.status === 200);
+      expect(won, `round ${round}`).toHaveLength(1);
+      const claimed = won[0]!.body.passwordResetToken !== undefined;
+      const login = await new Jar().fetch(on(round), '/auth/login', { method: 'POST', json: { email, password: 'the maker password' } });
+      expect(login.status, `round ${round}: claimed ${claimed}`).toBe(claimed ? 401 : 200);
     }
   });
 

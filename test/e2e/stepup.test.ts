@@ -61,7 +61,7 @@ describe('step-up: auth.session.freshAge', () => {
     await sleep(FRESH_AGE * 1000 + 300);
   });
 
-  it('a session older than freshAge: 403 reauthentication_required on every route that adds a way in, and on DELETE /auth/totp', async () => {
+  it('a session older than freshAge: 403 reauthentication_required on every route that adds or removes a way in', async () => {
     const calls: [string, string, unknown?][] = [
       ['POST', '/auth/passkeys/options'],
       ['POST', '/auth/passkeys', { response: new SoftAuthenticator(FRONTEND).create({ challenge: 'AAAA', rp: { id: 'localhost', name: 'svc' }, user: { id: 'x', name: 'x' } }) }],
@@ -69,6 +69,9 @@ describe('step-up: auth.session.freshAge', () => {
       ['POST', '/auth/oauth/acme/link'],
       ['POST', '/auth/link/confirm'],
       ['DELETE', '/auth/totp', { password: stale.password }],
+      ['POST', '/auth/totp/confirm', { code: '123456' }],
+      ['DELETE', '/auth/passkeys/any-passkey-id'],
+      ['DELETE', '/auth/account/providers/acme/12345'],
     ];
     for (const [method, path, json] of calls) {
       const res = await stale.c.fetch(path, { method, ...(json === undefined ? {} : { json }) });
@@ -128,6 +131,55 @@ describe('step-up: auth.session.freshAge', () => {
     expect((await post(c, '/auth/passkeys/options')).status).toBe(403);
     expect((await assert({})).status).toBe(204);
     expect((await post(c, '/auth/passkeys/options')).status).toBe(200);
+  });
+
+  it('a passkey login without user verification is no proof for step-up (as at /auth/reauthenticate); with UV it is', async () => {
+    const { email, device } = passkeyUser;
+    const loginWith = async (tamper: { userVerified?: boolean }) => {
+      const c = t.client();
+      const options = (await (await post(c, '/auth/login/passkey/options')).json()) as RequestOptions;
+      const res = await post(c, '/auth/login/passkey', { response: device.get(options, tamper) });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ user: { email } });
+      return c;
+    };
+    const noUv = await loginWith({ userVerified: false });
+    const refused = await post(noUv, '/auth/passkeys/options');
+    expect(refused.status).toBe(403);
+    expect(await errorCode(refused)).toBe('reauthentication_required');
+    expect((await noUv.fetch('/auth/passkeys')).status).toBe(200);
+    expect((await post(await loginWith({}), '/auth/passkeys/options')).status).toBe(200);
+  });
+
+  it('an admin granting admin, setting a password or deleting a user needs a fresh session; reading and renaming do not', async () => {
+    const admin = await t.createUser({ admin: true });
+    const c = t.client();
+    expect((await c.login(admin.email, admin.password)).status).toBe(200);
+    const target = await t.createUser();
+    await sleep(FRESH_AGE * 1000 + 300);
+    const stepUps: [string, string, unknown?][] = [
+      ['POST', '/auth/users', { email: `new-admin-${Date.now()}@example.com`, password: 'a long password', isAdmin: true }],
+      ['PATCH', `/auth/users/${target.id}`, { isAdmin: true }],
+      ['PATCH', `/auth/users/${target.id}`, { password: 'a password the admin knows' }],
+      ['PATCH', `/auth/users/${admin.id}`, { password: 'my own new password' }],
+      ['DELETE', `/auth/users/${target.id}`],
+    ];
+    for (const [method, path, json] of stepUps) {
+      const res = await c.fetch(path, { method, ...(json === undefined ? {} : { json }) });
+      expect(res.status, `${method} ${path} ${JSON.stringify(json)}`).toBe(403);
+      expect(await errorCode(res)).toBe('reauthentication_required');
+    }
+    const target2 = await t.instance.auth.users.get(target.id);
+    expect(target2.tags).toEqual([]);
+    expect((await t.client().login(target.email, target.password)).status).toBe(200);
+    // What grants nothing stays open to the stale session.
+    expect((await c.fetch(`/auth/users/${target.id}`)).status).toBe(200);
+    expect((await c.fetch(`/auth/users/${target.id}`, { method: 'PATCH', json: { firstname: 'Renamed', isAdmin: false } })).status).toBe(200);
+    expect((await c.fetch('/auth/users', { method: 'POST', json: { email: `plain-${Date.now()}@example.com`, password: 'a long password', isAdmin: false } })).status).toBe(201);
+    // Once fresh, all of it works.
+    expect((await post(c, '/auth/reauthenticate', { password: admin.password })).status).toBe(204);
+    expect((await c.fetch(`/auth/users/${target.id}`, { method: 'PATCH', json: { isAdmin: true } })).status).toBe(200);
+    expect((await c.fetch(`/auth/users/${target.id}`, { method: 'DELETE' })).status).toBe(204);
   });
 
   it('bad input: 400 for no proof, two proofs, an unknown field or a malformed code; 401 without a session', async () => {

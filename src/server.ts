@@ -22,6 +22,7 @@ import { Stores } from './store/index.ts';
 import { sessionLane } from '../routes/auth/session.ts';
 import { resolveCoreToThisBuild } from './core-import.ts';
 import { answerClientErrors, requireHost, unusableRequest } from './http/client-error.ts';
+import { refuseOversizedBodies } from './http/oversized-body.ts';
 import { appCodeFiles, typeScriptFor, typeScriptRegistered } from './typescript.ts';
 
 /** Builds the server instance from opened adapters (also used by tests with embedded ones). */
@@ -179,6 +180,8 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     await instance.realtime.attach(http);
     // In front of every listener, socket.io's (it takes its paths before svc's) included.
     requireHost(http);
+    // No `100 Continue` for a body over the limit, and a 413 that reaches a client still uploading.
+    refuseOversizedBodies(http, { bodyLimit: config.server.bodyLimit });
     await new Promise<void>((resolve, reject) => {
       // "getaddrinfo ENOTFOUND 999.1.1.1" / "listen EADDRINUSE ..." alone do not say which setting to fix.
       const refused = (err: Error) => reject(new Error(`cannot listen on HOST=${config.env.host} PORT=${config.env.port}: ${err.message}`, { cause: err }));

@@ -42,6 +42,10 @@ export default async function scripts(instance) {
   registerScriptByConfig('flood', { exe: node, args: [${fx('flood.mjs')}, { allow: '\\\\d+' }] });
   registerScriptByConfig('missing', { exe: '/nonexistent/program' });
   registerScriptByConfig('count', { exe: node, args: [${fx('count-lines.mjs')}] });
+  registerScriptByConfig('count-to', { exe: node, args: [${fx('count-lines.mjs')}, { allow: '\\\\d+' }] });
+  registerScriptByConfig('empty-lines', { exe: node, args: [${fx('empty-lines.mjs')}, { allow: '\\\\d+' }], hooks: { stdout: (line) => line, lines: true } });
+  registerScriptByConfig('admin-sleep', { exe: node, args: [${fx('sleep.mjs')}, { allow: '\\\\d+' }, { allow: 'stay' }], admin: true });
+  registerScriptByConfig('parent-env', { exe: node, args: [${fx('parent-env.mjs')}], admin: true });
   registerScriptByConfig('env', { exe: '/usr/bin/env', opts: { env: { GREETING: 'hello' } } });
   registerScriptByConfig('admin-argv', { exe: node, args: [${fx('print-argv.mjs')}, {}], admin: true });
   // A hook that chokes on what it gets (JSON.parse of a line that is not JSON): it throws.
@@ -142,6 +146,28 @@ async function refused(cmd: string, args: string[], rule: RegExp) {
   const err = await code(res);
   expect(err.code).toBe('invalid_arguments');
   expect(err.message).toMatch(rule);
+}
+
+type Listed = { id: string; cmd: string; owner: string; outputBytes: number; done?: unknown };
+/** The admin's view of one job (GET /jobs reads no job's output). */
+async function listed(id: string): Promise<Listed | undefined> {
+  const res = await admin.fetch(`${PREFIX}/jobs`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as Listed[]).find((j) => j.id === id);
+}
+
+/** Waits, without reading its output, until a job has ended; its `done`. */
+async function endedUnread(id: string, timeout = 20_000): Promise<unknown> {
+  await expect.poll(async () => (await listed(id))?.done !== undefined, { timeout, interval: 100 }).toBe(true);
+  return (await listed(id))!.done;
+}
+
+/** A signed-in client and its user's id. */
+async function signedIn(isAdmin = false): Promise<{ c: TestClient; id: string }> {
+  const u = await t.createUser({ admin: isAdmin });
+  const c = t.client();
+  expect((await c.login(u.email, u.password)).status).toBe(200);
+  return { c, id: u.id };
 }
 
 /** Polls a job until it has ended: its `done` and every stdout/stderr chunk read on the way. */
@@ -360,6 +386,80 @@ describe('jobs', () => {
     expect(largest).toBeLessThanOrEqual(1024 * 1024);
     expect(total).toBeLessThan(50 * 1024 * 1024);
   });
+
+  it('a job nobody reads runs to its end (issue 52 item 9): the newest output is kept, up to the cap, the older dropped', async () => {
+    // 8 MiB of numbered 1 KiB lines, then "end": more than a pipe and the cap hold, and nobody reads it.
+    const started = await run(alice, 'count-to', ['8192']);
+    expect(started.status, JSON.stringify(await started.clone().json())).toBe(201);
+    const { id } = (await started.json()) as { id: string };
+    expect(await endedUnread(id)).toBe(0);
+    const res = await job(alice, id);
+    expect(res.status).toBe(200);
+    const text = ((await res.json()) as { stdout: string[] }).stdout.join('');
+    expect(text.endsWith(`8191 ${'x'.repeat(1000)}\nend\n`)).toBe(true); // the newest...
+    expect(text.startsWith('0 ')).toBe(false); // ...not the oldest
+    expect(text.length).toBeLessThanOrEqual(1024 * 1024);
+    expect(text.length).toBeGreaterThan(512 * 1024);
+  });
+
+  it('hooks.lines: a million empty lines keep at most outputCap / 64 entries (issue 52 item 7), the newest', async () => {
+    const { id } = (await (await run(alice, 'empty-lines', ['1000000'])).json()) as { id: string };
+    expect(await endedUnread(id)).toBe(0);
+    const res = await job(alice, id);
+    expect(res.status).toBe(200);
+    const { stdout } = (await res.json()) as { stdout: string[] };
+    expect(stdout.length).toBeLessThanOrEqual(1024 * 1024 / 64); // not a million entries (a 5 MB answer)
+    expect(stdout.length).toBeGreaterThan(1000);
+    expect(stdout.at(-1)).toBe('last\n');
+    expect(new Set(stdout.slice(0, -1))).toEqual(new Set(['\n']));
+  });
+
+  it('a finished job read to its end lets go of its output; a user keeps at most 10 finished jobs, the oldest go first (issue 52 item 6)', async () => {
+    const { c } = await signedIn();
+    const { id: first } = (await (await run(c, 'flood', ['2'])).json()) as { id: string };
+    expect(await endedUnread(first)).toBe(0);
+    expect((await listed(first))!.outputBytes).toBeGreaterThan(512 * 1024); // unread: kept (up to the cap)
+    const read = await job(c, first);
+    expect(read.status).toBe(200);
+    expect(((await read.json()) as { stdout: string[] }).stdout.join('').length).toBeGreaterThan(512 * 1024);
+    expect((await listed(first))!.outputBytes).toBe(0); // read to the end: nothing kept
+    expect(await (await job(c, first)).json()).toEqual({ done: 0, stdin: [], stdout: [], stderr: [] }); // still known
+    // Ten more finished jobs: the first goes, the ten stay.
+    const later: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const { id } = (await (await run(c, 'argv', [String(i)])).json()) as { id: string };
+      later.push(id);
+      expect(await endedUnread(id)).toBe(0);
+    }
+    expect((await job(c, first)).status).toBe(404);
+    expect(await listed(first)).toBeUndefined();
+    for (const id of later) expect(await listed(id), id).toMatchObject({ done: 0, cmd: 'argv' });
+  });
+
+  it('an admin demoted since cannot use the admin-only job they started (issue 52 item 5): 403 for output, input and signals; another admin still can', async () => {
+    const former = await signedIn(true);
+    const started = await run(former.c, 'admin-sleep', ['30', 'stay']);
+    expect(started.status, JSON.stringify(await started.clone().json())).toBe(201);
+    const { id } = (await started.json()) as { id: string };
+    expect((await job(former.c, id)).status).toBe(202);
+    expect((await admin.fetch(`/auth/users/${former.id}`, { method: 'PATCH', json: { isAdmin: false } })).status).toBe(200);
+    for (const body of [{}, { input: 'x\n' }, { signal: 'SIGKILL' }]) {
+      const res = await job(former.c, id, body);
+      expect(res.status, JSON.stringify(body)).toBe(403);
+      expect((await code(res)).code).toBe('forbidden');
+    }
+    expect((await listed(id))!.done).toBeUndefined(); // the refused signal was not sent
+    await job(admin, id, { signal: 'SIGKILL' });
+    expect((await waitDone(admin, id)).done).toBe('SIGKILL');
+  });
+
+  it("a deleted user's running jobs end (issue 52 item 5)", async () => {
+    const gone = await signedIn();
+    const { id } = (await (await run(gone.c, 'sleep', ['30', 'stay'])).json()) as { id: string };
+    expect((await admin.fetch(`/auth/users/${gone.id}`, { method: 'DELETE' })).status).toBe(204);
+    // Ended with SIGTERM long before its own 30 s (quiet: within the 2 s check).
+    expect(await endedUnread(id, 15_000)).toBe('SIGTERM');
+  });
 });
 
 describe('access', () => {
@@ -369,7 +469,7 @@ describe('access', () => {
       expect((await anon.fetch(`${PREFIX}${p}`, { method })).status, p).toBe(401);
     }
     expect((await alice.fetch(`${PREFIX}/jobs`)).status).toBe(403);
-    expect(await (await alice.fetch(`${PREFIX}/scripts`)).json()).toEqual(['admin-argv', 'allow', 'argv', 'argv-two', 'bad-hook', 'bad-stdin-hook', 'concat', 'count', 'deny', 'echo', 'env', 'escape', 'file', 'flood', 'group', 'missing', 'promise-hook', 'sleep', 'split-lines']);
+    expect(await (await alice.fetch(`${PREFIX}/scripts`)).json()).toEqual(['admin-argv', 'admin-sleep', 'allow', 'argv', 'argv-two', 'bad-hook', 'bad-stdin-hook', 'concat', 'count', 'count-to', 'deny', 'echo', 'empty-lines', 'env', 'escape', 'file', 'flood', 'group', 'missing', 'parent-env', 'promise-hook', 'sleep', 'split-lines']);
   });
 });
 
@@ -517,18 +617,6 @@ describe('safety (CONTRACT section 8, issue 35)', () => {
   it('hooks.lines: a hook sees whole lines, so a secret written in two pieces is redacted', async () => {
     const body = (await (await script(alice, 'split-lines', {})).json()) as { stdout: string; status: number };
     expect(body).toEqual({ stdout: 'token secret=***\ndone\n', stderr: '', status: 0 });
-  });
-
-  it("a job whose output nobody reads stops being read at the cap: nothing is dropped, the program waits (svc spends no CPU on it)", async () => {
-    const { id } = (await (await run(alice, 'count')).json()) as { id: string };
-    await new Promise((r) => setTimeout(r, 2000)); // unread: reading stops at 1 MiB (a reader would have seen gigabytes go by)
-    const res = await job(alice, id);
-    expect(res.status).toBe(202);
-    const lines = ((await res.json()) as { stdout: string[] }).stdout.join('').split('\n');
-    expect(Number(lines[0]!.split(' ')[0])).toBe(0); // the first line is still there: nothing was dropped
-    expect(lines.join('\n').length).toBeLessThanOrEqual(1024 * 1024);
-    await job(alice, id, { signal: 'SIGKILL' });
-    await waitDone(alice, id);
   });
 });
 

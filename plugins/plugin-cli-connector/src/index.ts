@@ -41,6 +41,8 @@ const optionsSchema = v.strictObject({
   maxScriptsPerUser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 3),
   /** A finished job is removed this long after it ends, ms. */
   jobRetention: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 60_000),
+  /** Finished jobs kept per user (each holds up to `outputCap` until read); past it, the oldest goes. */
+  maxFinishedJobsPerUser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 10),
   /** Output kept per run (stdout + stderr), bytes; older chunks are dropped. */
   outputCap: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024)), MiB),
 });
@@ -50,6 +52,8 @@ const argsSchema = v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(64 *
 // No length rule: an alias or job id that cannot exist is simply not there, 404 (Node bounds the request line).
 const cmdParams = v.object({ cmd: v.string() });
 const idParams = v.object({ id: v.string() });
+/** How often the owners of running jobs are looked up: a deleted user's jobs end (on whichever instance runs them). */
+const OWNER_CHECK_MS = 2000;
 
 export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
   const parsed = v.safeParse(optionsSchema, instance.plugin.options ?? {});
@@ -64,10 +68,27 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
     const { name, stack = '' } = err instanceof Error ? err : new Error(String(err));
     instance.logger.error({ plugin: instance.plugin.key, script: s.alias, hook, err: { name, stack: stack.split('\n').slice(1).join('\n') } }, 'CLI connector: a hook threw; its run was stopped');
   });
-  const jobs = new Jobs(runner, { maxJobs: options.maxJobs, maxJobsPerUser: options.maxJobsPerUser, retentionMs: options.jobRetention });
+  const jobs = new Jobs(runner, { maxJobs: options.maxJobs, maxJobsPerUser: options.maxJobsPerUser, retentionMs: options.jobRetention, maxFinishedPerUser: options.maxFinishedJobsPerUser });
   const scripts = new Slots(options.maxScriptsPerUser, options.maxScripts);
+  // A deleted user's jobs end: the deletion may happen on any instance, so the database is asked (one
+  // lookup per owner of a running job, at most maxJobs), not an event of this process.
+  let checking = false;
+  const ownerCheck = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    void (async () => {
+      for (const owner of jobs.runningOwners()) {
+        if (await instance.auth.users.findById(owner)) continue;
+        const ended = jobs.endOwnedBy(owner);
+        if (ended.length) instance.logger.warn({ plugin: instance.plugin.key, userId: owner, jobs: ended }, 'CLI connector: the jobs of a deleted user were ended');
+      }
+    })()
+      .catch((err: unknown) => instance.logger.warn({ plugin: instance.plugin.key, err }, 'CLI connector: the owners of running jobs could not be checked'))
+      .finally(() => (checking = false));
+  }, OWNER_CHECK_MS).unref();
   // No script outlives the service: its shutdown kills every process group still running.
   instance.onClose(() => {
+    clearInterval(ownerCheck);
     const killed = runner.killAll();
     if (killed.length) instance.logger.warn({ plugin: instance.plugin.key, scripts: killed }, `CLI connector: ${killed.length} running script(s) killed at shutdown`);
   });
@@ -168,6 +189,8 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
         const user = c.get('authUser')!;
         const job = jobs.get(params.id, user.userId, user.isAdmin);
         if (!job) throw new AppError(404, 'not_found', 'No such job here (finished jobs are removed after a while, and a job is known only to the svc instance that started it)');
+        // The admin rule holds for every call, not only at /run: an admin demoted since no longer drives it.
+        if (job.admin && !user.isAdmin) throw new AppError(403, 'forbidden', `Only admins may use a job of "${job.cmd}"`);
         if (body.signal !== undefined && !(SIGNALS as readonly unknown[]).includes(body.signal)) {
           throw new AppError(400, 'invalid_signal', `signal must be one of ${SIGNALS.join(', ')}`);
         }
@@ -183,8 +206,8 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
       method: 'GET',
       path: '/jobs',
       onRequest: instance.auth.authenticate({ admin: true }),
-      schema: { summary: 'Every job (admin)', tags },
-      handler: (c) => c.json(jobs.list().map((j) => ({ id: j.id, cmd: j.cmd, argv: j.argv, ...(j.run.done !== undefined ? { done: j.run.done } : {}) }))),
+      schema: { summary: 'Every job (admin)', description: '`outputBytes`: the output svc keeps for it (a finished job read to its end keeps none).', tags },
+      handler: (c) => c.json(jobs.list().map((j) => ({ id: j.id, cmd: j.cmd, argv: j.argv, owner: j.owner, outputBytes: j.run.outputBytes, ...(j.run.done !== undefined ? { done: j.run.done } : {}) }))),
     }),
     defineRoute({
       method: 'GET',

@@ -19,10 +19,15 @@ export type AllowedSignal = (typeof SIGNALS)[number];
 const KILL_GRACE_MS = 500;
 /** ...and this much after the SIGKILL, `/script` answers even if something still holds the pipes (at most timeout + 1 s). */
 const ABANDON_MS = 400;
-/** A job's output nobody has read for this long, once a cap's worth is waiting, stops being read (the program waits). */
-const UNWATCHED_MS = 1000;
 /** The most one read of a pipe brings (Node's default highWaterMark for pipes). */
 const PIPE_READ_BYTES = 64 * 1024;
+/**
+ * What one kept chunk costs beyond its text, counted against `outputCap`: an array entry and a string
+ * header in memory, `"",` in a JSON answer. Without it a million empty lines (`hooks.lines`) fit in a
+ * 1 MiB cap as a million entries (a 5 MB answer that stalled the event loop for seconds); with it, a
+ * run keeps at most outputCap / 64 chunks (16,384 at the default).
+ */
+export const CHUNK_COST = 64;
 /** The only variables of the service's environment a script sees (plus its own `opts.env`). */
 const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'TZ'] as const;
 /** Input written to one run, in all (CONTRACT section 8). */
@@ -89,11 +94,10 @@ export class Run {
   /** Bytes of input written so far. */
   inputBytes = 0;
   readonly finished: Promise<void>;
+  /** Bytes of output text kept (stdout + stderr)... */
   private bytes = 0;
-  /** For jobs: when the output was last read (`pauseWhenUnread`, `markRead`), and what was kept since. */
-  private lastRead: number | undefined;
-  private keptSinceRead = 0;
-  private paused = false;
+  /** ...and what they cost against the cap (CHUNK_COST more per chunk). */
+  private cost = 0;
   private exit: number | string | undefined;
   private settle!: () => void;
 
@@ -197,21 +201,37 @@ export class Run {
     const out = fn ? this.hook(stream, fn, text) : text;
     if (typeof out !== 'string' || !out || this.failure !== undefined) return;
     this.push(stream, out);
-    // Nobody reads this job's output: stop reading the pipes (the program waits) instead of spending CPU
-    // on drops; one pipe read's worth before the cap, so what is waiting unread is not dropped either.
-    if (this.lastRead !== undefined && this.keptSinceRead + PIPE_READ_BYTES > this.limits.outputCap && Date.now() - this.lastRead >= UNWATCHED_MS) {
-      this.paused = true;
-      this.child.stdout?.pause();
-      this.child.stderr?.pause();
-    }
   }
 
+  /**
+   * Keeps a chunk; past the cap, the oldest go. The pipes are read whether or not anyone reads the
+   * output (CONTRACT 8: a job runs to its end, the newest output kept): a program nobody reads costs
+   * CPU only at its own output rate, and never waits on a full pipe.
+   */
   private push(stream: 'stdout' | 'stderr', out: string): void {
     this.context[stream].push(out);
     const size = Buffer.byteLength(out);
     this.bytes += size;
-    this.keptSinceRead += size;
-    if (this.bytes > this.limits.outputCap) this.dropOldest();
+    this.cost += size + CHUNK_COST;
+    if (this.cost > this.limits.outputCap) this.dropOldest();
+  }
+
+  /** Bytes of output this run keeps now (what `GET /jobs` reports as `outputBytes`). */
+  get outputBytes(): number {
+    return this.bytes;
+  }
+
+  /**
+   * Forgets every kept chunk (a finished job read to its end: nobody can be shown them again). The
+   * arrays are emptied in place: hooks hold the context.
+   */
+  release(): void {
+    for (const s of ['stdout', 'stderr'] as const) {
+      this.dropped[s] += this.context[s].length;
+      this.context[s].length = 0;
+    }
+    this.bytes = 0;
+    this.cost = 0;
   }
 
   /**
@@ -225,33 +245,16 @@ export class Run {
     const target = this.limits.outputCap - Math.min(PIPE_READ_BYTES, Math.floor(this.limits.outputCap / 16));
     const count = { stdout: 0, stderr: 0 };
     const left = (s: 'stdout' | 'stderr') => count[s] < this.context[s].length;
-    while (this.bytes > target) {
+    while (this.cost > target) {
       const from = left('stdout') && (!left('stderr') || this.dropped.stdout + count.stdout <= this.dropped.stderr + count.stderr) ? 'stdout' : 'stderr';
       if (!left(from)) break;
-      this.bytes -= Buffer.byteLength(this.context[from][count[from]++]!);
+      const size = Buffer.byteLength(this.context[from][count[from]++]!);
+      this.bytes -= size;
+      this.cost -= size + CHUNK_COST;
     }
     for (const s of ['stdout', 'stderr'] as const) {
       this.context[s].splice(0, count[s]);
       this.dropped[s] += count[s];
-    }
-  }
-
-  /**
-   * A job: once a cap's worth of output waits unread (not read yet, or not for UNWATCHED_MS), its
-   * pipes pause until the next read. A `/script` run never pauses: its timeout bounds it.
-   */
-  pauseWhenUnread(): void {
-    this.lastRead = 0;
-  }
-
-  /** The owner read the output: reading the pipes goes on. */
-  markRead(): void {
-    this.lastRead = Date.now();
-    this.keptSinceRead = 0;
-    if (this.paused) {
-      this.paused = false;
-      this.child.stdout?.resume();
-      this.child.stderr?.resume();
     }
   }
 
@@ -370,19 +373,37 @@ export interface Job {
   argv: string[];
   /** The user who started it: only they and admins see it. */
   owner: string;
+  /** Its script is admin-only: every `/job/:id` call needs an admin (one demoted since is refused). */
+  admin: boolean;
   run: Run;
   /** What the last `/job/:id` read had reached, per stream (absolute chunk positions). */
   read: { stdout: number; stderr: number };
+  /** Removes it once finished (`retentionMs`). */
+  expiry?: NodeJS.Timeout;
 }
 
-/** Background jobs (`/run/:cmd`): at most `maxJobs` running (also per user), removed `retentionMs` after they end. */
+export interface JobLimits {
+  maxJobs: number;
+  maxJobsPerUser: number;
+  retentionMs: number;
+  /** Finished jobs kept per user; past it, the one that ended first goes. */
+  maxFinishedPerUser: number;
+}
+
+/**
+ * Background jobs (`/run/:cmd`): at most `maxJobs` running (also per user); a finished one is removed
+ * `retentionMs` after it ended, or sooner when its owner has more than `maxFinishedPerUser` finished
+ * ones (oldest first), so memory is bounded by counts, not by how fast jobs are started.
+ */
 export class Jobs {
   private readonly jobs = new Map<string, Job>();
+  /** Finished jobs per owner, in the order they ended. */
+  private readonly finished = new Map<string, string[]>();
   private readonly slots: Slots;
 
   constructor(
     private readonly runner: Runner,
-    private readonly opts: { maxJobs: number; maxJobsPerUser: number; retentionMs: number },
+    private readonly opts: JobLimits,
   ) {
     this.slots = new Slots(opts.maxJobsPerUser, opts.maxJobs);
   }
@@ -404,13 +425,12 @@ export class Jobs {
       this.slots.release(owner);
       throw err;
     }
-    run.pauseWhenUnread();
-    const job: Job = { id, cmd: script.alias, argv, owner, run, read: { stdout: 0, stderr: 0 } };
+    const job: Job = { id, cmd: script.alias, argv, owner, admin: script.admin, run, read: { stdout: 0, stderr: 0 } };
     this.jobs.set(id, job);
     void run.finished.then(
       () => {
         this.slots.release(owner);
-        setTimeout(() => this.jobs.delete(id), this.opts.retentionMs).unref();
+        this.keepFinished(job);
       },
       () => {
         this.slots.release(owner);
@@ -418,6 +438,27 @@ export class Jobs {
       },
     );
     return job;
+  }
+
+  private keepFinished(job: Job): void {
+    const mine = this.finished.get(job.owner) ?? [];
+    this.finished.set(job.owner, mine);
+    mine.push(job.id);
+    job.expiry = setTimeout(() => this.remove(job), this.opts.retentionMs).unref();
+    while (mine.length > this.opts.maxFinishedPerUser) {
+      const oldest = this.jobs.get(mine[0]!);
+      if (oldest) this.remove(oldest);
+      else mine.shift();
+    }
+  }
+
+  private remove(job: Job): void {
+    clearTimeout(job.expiry);
+    this.jobs.delete(job.id);
+    const mine = this.finished.get(job.owner);
+    const at = mine?.indexOf(job.id) ?? -1;
+    if (at >= 0) mine!.splice(at, 1);
+    if (mine?.length === 0) this.finished.delete(job.owner);
   }
 
   /** The job if `userId` may see it (its owner, or an admin). */
@@ -430,7 +471,25 @@ export class Jobs {
     return [...this.jobs.values()];
   }
 
-  /** What is new since the last read of this job (then marked read). */
+  /** Owners of running jobs. */
+  runningOwners(): Set<string> {
+    return new Set([...this.jobs.values()].filter((j) => j.run.done === undefined).map((j) => j.owner));
+  }
+
+  /** Ends the running jobs of `owner` (a deleted user): SIGTERM to each group, SIGKILL shortly after. Returns their ids. */
+  endOwnedBy(owner: string): string[] {
+    const mine = [...this.jobs.values()].filter((j) => j.owner === owner && j.run.done === undefined);
+    for (const job of mine) {
+      job.run.signal('SIGTERM');
+      setTimeout(() => job.run.signal('SIGKILL'), KILL_GRACE_MS).unref();
+    }
+    return mine.map((j) => j.id);
+  }
+
+  /**
+   * What is new since the last read of this job (then marked read). A finished job read to its end
+   * lets go of its output: nobody can be shown it again (the read positions are the job's, not the reader's).
+   */
   static takeNew(job: Job): { stdout: string[]; stderr: string[] } {
     const out = { stdout: [] as string[], stderr: [] as string[] };
     for (const stream of ['stdout', 'stderr'] as const) {
@@ -439,7 +498,7 @@ export class Jobs {
       out[stream] = chunks.slice(Math.max(0, job.read[stream] - dropped));
       job.read[stream] = dropped + chunks.length;
     }
-    job.run.markRead();
+    if (job.run.done !== undefined) job.run.release();
     return out;
   }
 }

@@ -17,7 +17,7 @@ export const mintAssetToken = ({ auth }: ServerInstance) =>
     schema: {
       summary: 'Mint an asset download token',
       description:
-        '`single`: one download within 60 s (`GET /auth/asset/:token`). `session`: any number of downloads while this session lives (`GET /auth/session-asset/:token`). 404 when no plugin resolver knows the asset for this user.',
+        '`single`: one download within 60 s while this session lives (`GET /auth/asset/:token`). `session`: any number of downloads while this session lives (`GET /auth/session-asset/:token`). 404 when no plugin resolver knows the asset for this user. 429 `too_many_requests` past 100 unused single-use or 100 session tokens of one session.',
       tags,
       body: v.strictObject({
         assetId: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)),
@@ -38,7 +38,7 @@ export const downloadAsset = ({ auth }: ServerInstance) =>
     method: 'GET',
     path: '/auth/asset/:token',
     config: { public: true, type: 'dataRead' },
-    schema: { summary: 'Download with a single-use asset token', description: 'Streams the asset; `Cache-Control: no-store`. 404 `asset_token_invalid` for an unknown, used or expired token.', tags, params: tokenParams },
+    schema: { summary: 'Download with a single-use asset token', description: 'Streams the asset; `Cache-Control: no-store`. 404 `asset_token_invalid` for an unknown, used or expired token, or one whose minting session has ended.', tags, params: tokenParams },
     handler: async (c, { params }) => {
       // HEAD asks whether a link works without using it up (link checkers, download managers).
       const head = c.req.method === 'HEAD';

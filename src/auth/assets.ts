@@ -37,6 +37,11 @@ interface TokenRecord {
 export const SESSION_TOKENS_PER_SESSION = 100;
 /** A single-use token lives 60 s (CONTRACT section 6). */
 export const SINGLE_USE_TTL = 60;
+/**
+ * Unused single-use tokens one session may hold at once (issue 52 item 12): a token is counted from its
+ * minting until it is used or its session's last 60 s of minting have passed. More is 429.
+ */
+export const SINGLE_USE_TOKENS_PER_SESSION = 100;
 /** 32 random bytes, base64url: like session ids, 256 bits nobody guesses. */
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 const CONTENT_TYPE = /^[\w.+-]+\/[\w.+-]+(\s*;\s*[\w.+-]+=("[^"\\\r\n]*"|[\w.+-]+))*$/;
@@ -47,8 +52,8 @@ export const invalidToken = () => new AppError(404, 'asset_token_invalid', 'This
 /**
  * Asset download tokens: plugins register resolvers by asset id prefix; a session mints a token for
  * an asset it may read; the token (in a URL) downloads it without a cookie. `single` tokens work once
- * within 60 s (atomic GETDEL: of parallel downloads exactly one wins); `session` tokens work until the
- * minting session ends. The store holds the SHA-256 of each token, never the token.
+ * within 60 s (atomic GETDEL: of parallel downloads exactly one wins) while the minting session lives;
+ * `session` tokens work until the minting session ends. The store holds the SHA-256 of each token, never the token.
  */
 export class AssetTokens {
   /** Longest prefix first, so `files:private:` wins over `files:`. */
@@ -84,6 +89,10 @@ export class AssetTokens {
     return `${this.prefix}session-assets-count:${sid}`;
   }
 
+  private singleCountKey(sid: string) {
+    return `${this.prefix}single-assets-count:${sid}`;
+  }
+
   /** A token for an asset the session's user may read; 404 when no resolver claims it or it says null. */
   async mint(session: Session, assetId: string, mode: AssetTokenMode): Promise<string> {
     const asset = await this.resolve(assetId, session.userId);
@@ -93,6 +102,14 @@ export class AssetTokens {
     const hash = sha256hex(token);
     const record: TokenRecord = { assetId, userId: session.userId, sid: session.hash };
     if (mode === 'single') {
+      // Counted before the token is written (DESIGN "Count before you check"); a refused one is not kept
+      // in the count. Each mint pushes the count's end to 60 s later, so it outlives every token it counts.
+      const count = this.singleCountKey(session.hash);
+      if ((await this.store.incr(count, SINGLE_USE_TTL)) > SINGLE_USE_TOKENS_PER_SESSION) {
+        await this.store.decr(count);
+        throw new AppError(429, 'too_many_requests', `A session may hold at most ${SINGLE_USE_TOKENS_PER_SESSION} unused single-use download links; use them, or wait a minute`, undefined, { 'Retry-After': String(SINGLE_USE_TTL) });
+      }
+      await this.store.expire(count, SINGLE_USE_TTL);
       await this.store.set(this.key('single', hash), JSON.stringify(record), { ttl: SINGLE_USE_TTL });
       return token;
     }
@@ -107,12 +124,18 @@ export class AssetTokens {
     return token;
   }
 
-  /** Takes a single-use token (one caller gets it); `peek` only looks (HEAD must not use it up). */
+  /**
+   * Takes a single-use token (one caller gets it); `peek` only looks (HEAD must not use it up). A token
+   * works only while the session that minted it lives: a logout, logout-all or expiry ends it too.
+   */
   async single(token: string, peek = false): Promise<TokenRecord | null> {
     if (!TOKEN_PATTERN.test(token)) return null; // forged or truncated: no store round trip
     const key = this.key('single', sha256hex(token));
     const raw = peek ? await this.store.get(key) : await this.store.getDel(key);
-    return raw === null ? null : (JSON.parse(raw) as TokenRecord);
+    if (raw === null) return null;
+    const record = JSON.parse(raw) as TokenRecord;
+    if (!peek) await this.store.decr(this.singleCountKey(record.sid)); // no longer held
+    return (await this.sessions.isLive(record.sid)) ? record : null;
   }
 
   /** A session token whose session still lives. */
@@ -138,12 +161,13 @@ export class AssetTokens {
     return new Response(head ? null : asWebBody(asset.body), { status: 200, headers: downloadHeaders(asset) });
   }
 
-  /** Deletes the session tokens of a session that ended (logout, logout-all, ...). */
+  /** Deletes the session tokens of a session that ended (logout, logout-all, ...); its single-use ones die at their download (`single`). */
   async endSession(sid: string): Promise<void> {
     const hashes = await this.store.sMembers(this.indexKey(sid));
     for (const hash of hashes) await this.store.del(this.key('session', hash));
     await this.store.del(this.indexKey(sid));
     await this.store.del(this.countKey(sid));
+    await this.store.del(this.singleCountKey(sid));
   }
 }
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { SESSION_TOKENS_PER_SESSION } from '../../src/auth/assets.ts';
+import { SESSION_TOKENS_PER_SESSION, SINGLE_USE_TOKENS_PER_SESSION } from '../../src/auth/assets.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { dumpStore, sha256hex } from '../support/auth.ts';
 
@@ -174,6 +174,56 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
       const sid = sha256hex(decodeURIComponent(c.cookies.get(t.instance.auth.cookieName)!));
       await t.instance.stores.forRole('sessions').del(`${t.keyPrefix}session:${sid}`);
       expect(await errorCode(await t.fetch(link))).toBe('asset_token_invalid');
+    });
+
+    // Issue 52 item 12: a single-use token outlived its session by up to 60 s.
+    it('a single-use token dies with the session that minted it: logout, logout-all, expiry', async () => {
+      const ends: [string, (c: TestClient) => Promise<unknown>][] = [
+        ['logout', (c) => c.fetch('/auth/logout', { method: 'POST' })],
+        ['logout-all', (c) => c.fetch('/auth/logout-all', { method: 'POST' })],
+        ['expiry', (c) => t.instance.stores.forRole('sessions').del(`${t.keyPrefix}session:${sha256hex(decodeURIComponent(c.cookies.get(t.instance.auth.cookieName)!))}`)],
+      ];
+      for (const [how, end] of ends) {
+        const c = t.client();
+        await c.login(aliceEmail, 'correct horse battery');
+        const { token } = await minted(c, 'files:x.pdf');
+        const spare = await minted(c, 'files:x.pdf');
+        expect((await t.fetch(`/auth/asset/${spare.token}`, { method: 'HEAD' })).status, how).toBe(200); // alive before
+        await end(c);
+        const head = await t.fetch(`/auth/asset/${spare.token}`, { method: 'HEAD' });
+        expect(head.status, how).toBe(404);
+        for (const path of [`/auth/asset/${token}`, `/api/auth/asset/${spare.token}`]) {
+          const res = await t.fetch(path);
+          expect(res.status, how).toBe(404);
+          expect(await errorCode(res), how).toBe('asset_token_invalid');
+        }
+      }
+      // logout-all ended alice's main session too: sign her in again for the tests after this one.
+      await alice.login(aliceEmail, 'correct horse battery');
+    });
+
+    it(`a session holds at most ${SINGLE_USE_TOKENS_PER_SESSION} unused single-use tokens: one more is 429 too_many_requests; a used one frees its place`, async () => {
+      const c = t.client();
+      await c.login(aliceEmail, 'correct horse battery');
+      const tokens: string[] = [];
+      for (let i = 0; i < SINGLE_USE_TOKENS_PER_SESSION; i++) tokens.push((await minted(c, 'files:a.pdf')).token);
+      const over = await mint(c, 'files:a.pdf');
+      expect(over.status).toBe(429);
+      expect(await errorCode(over)).toBe('too_many_requests');
+      expect(over.headers.get('retry-after')).toBe('60');
+      expect((await mint(c, 'files:a.pdf')).status, 'a refused mint does not count').toBe(429);
+      // A HEAD does not use a token up; a download does, and frees its place.
+      expect((await t.fetch(`/auth/asset/${tokens[0]}`, { method: 'HEAD' })).status).toBe(200);
+      expect((await mint(c, 'files:a.pdf')).status).toBe(429);
+      expect((await t.fetch(`/auth/asset/${tokens[0]}`)).status).toBe(200);
+      expect((await mint(c, 'files:a.pdf')).status).toBe(201);
+      expect((await mint(c, 'files:a.pdf')).status).toBe(429);
+      // Another session of the same user, and session tokens, are counted apart.
+      expect((await mint(alice, 'files:a.pdf')).status).toBe(201);
+      expect((await mint(c, 'files:a.pdf', 'session')).status).toBe(201);
+      // The tokens minted within the limit still work.
+      expect((await t.fetch(`/auth/asset/${tokens[1]}`)).status).toBe(200);
+      expect((await c.fetch('/auth/logout', { method: 'POST' })).status).toBe(204);
     });
 
     it('another user cannot mint for alice\'s asset; no resolver or a null answer is 404 at minting', async () => {

@@ -211,6 +211,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await shots.take(page, 'totp: the QR code');
     await page.locator('#totp').getByLabel('Code', { exact: true }).fill(totpFor(person.totpUri).generate());
     await mainButton(page, 'Confirm').click();
+    await afterStepUp(page, page.locator('#recovery-codes li').first(), person.password); // confirming is a step-up too (CONTRACT 10)
     await poll(() => page.locator('#recovery-codes li').count()).toBe(10);
     await shots.take(page, 'totp: on, with the recovery codes');
     await mainButton(page, 'Done').click();
@@ -297,6 +298,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await dialog.getByRole('button', { name: 'Use a passkey' }).click();
     await page.locator('#totp-qr').waitFor({ timeout: 20_000 });
     await mainButton(page, 'Remove passkey Laptop key').click();
+    await afterStepUp(page, page.getByRole('status').getByText('Passkey Laptop key removed.'), person.password);
     await poll(() => page.locator('#passkeys li').count()).toBe(0);
     await shots.take(page, 'totp off, passkey removed');
   });
@@ -340,6 +342,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     expect(await page.locator('#connected').textContent()).toContain('sam@corp.example');
     await shots.take(page, 'connected accounts: linked');
     await mainButton(page, `Disconnect ${d.oauthProvider.label}`).click();
+    await afterStepUp(page, page.getByRole('status').getByText(`${d.oauthProvider.label} disconnected.`), person.password);
     await poll(() => page.locator('#connected li').count()).toBe(0);
   });
 
@@ -438,6 +441,26 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await mainButton(p, 'Sign in').click();
     await expectAccount(p, email);
     await shots.take(p, 'magic link: signed in');
+  });
+
+  // CONTRACT 12: a sign-up verified from a browser that did not sign up is the mailbox owner's claim.
+  it('a sign-up made elsewhere, verified here: the page asks for a new password, and only that one works', async () => {
+    const email = 'squatted@example.com';
+    const signup = await fetch(`${d.appOrigin}/api/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'a squatter password' }) });
+    expect(signup.status).toBe(202);
+    const owner = await newPage();
+    await owner.page.goto(await linkFromMail(email, '/verify-email'));
+    await mainButton(owner.page, 'Confirm my address').click();
+    await poll(() => heading(owner.page).textContent()).toBe('Choose your password');
+    await shots.take(owner.page, 'verify-email page: a claim asks for a new password');
+    await owner.page.getByLabel('New password', { exact: true }).fill('the owner password');
+    await mainButton(owner.page, 'Set password').click();
+    await poll(() => heading(owner.page).textContent()).toBe('Email confirmed');
+    expect(await owner.page.getByRole('status').textContent()).toBe('Email confirmed and password set.');
+    await signIn(owner.page, email, 'a squatter password');
+    await poll(() => owner.page.getByRole('alert').textContent()).toMatch(/wrong/i);
+    await signIn(owner.page, email, 'the owner password');
+    await expectAccount(owner.page, email);
   });
 
   it('on a desktop window too: the login page', async () => {

@@ -252,19 +252,52 @@ async function verifyEmailPage(): Promise<void> {
   page(
     'Confirm your email',
     h('p', {}, 'Confirm that this address is yours.'),
-    h(
-      'div',
-      { class: 'actions' },
-      actionButton('Confirm my address', async () => {
-        try {
-          const { email } = await svc.verifyEmail(token);
-          page('Email confirmed', h('p', {}, `${email} is confirmed. You can sign in now.`), link('/login', 'Sign in'));
+    form(
+      {
+        label: 'Confirm your email',
+        submit: 'Confirm my address',
+        action: async ({ password = '' }) => {
+          let answer: Awaited<ReturnType<typeof svc.verifyEmail>>;
+          try {
+            answer = await svc.verifyEmail(token, password || undefined);
+          } catch (e) {
+            // A wrong sign-up password keeps the page (the link still works); anything else killed the link.
+            if (!(e instanceof SvcError && (e.code === 'invalid_credentials' || e.code === 'too_many_attempts'))) page('Confirm your email', h('p', {}, 'This link cannot be used any more.'), resend);
+            throw e;
+          }
+          if (answer.passwordResetToken) return choosePasswordPage(answer.email, answer.passwordResetToken);
+          page('Email confirmed', h('p', {}, `${answer.email} is confirmed. You can sign in now.`), link('/login', 'Sign in'));
           say('Email confirmed.');
-        } catch (e) {
-          page('Confirm your email', h('p', {}, 'This link cannot be used any more.'), resend);
-          throw e;
-        }
-      }),
+        },
+      },
+      field(
+        'Your sign-up password (optional)',
+        { name: 'password', type: 'password', autocomplete: 'current-password' },
+        'Only if you signed up in another browser and want to keep that password. Otherwise leave it empty.',
+      ),
+    ),
+  );
+}
+
+/**
+ * The verification was a claim (CONTRACT 12): this browser did not sign up, so whatever password the
+ * sign-up had is gone (it may have been a stranger's). The answer's token sets the owner's own.
+ */
+function choosePasswordPage(email: string, token: string): void {
+  page(
+    'Choose your password',
+    h('p', {}, `${email} is confirmed. The account was signed up from another browser, so its password was removed: choose yours now.`),
+    form(
+      {
+        label: 'Choose your password',
+        submit: 'Set password',
+        action: async ({ newPassword = '' }) => {
+          await svc.resetPassword({ token, newPassword });
+          page('Email confirmed', h('p', {}, `${email} is confirmed and your password is set. You can sign in now.`), link('/login', 'Sign in'));
+          say('Email confirmed and password set.');
+        },
+      },
+      field('New password', { name: 'newPassword', type: 'password', autocomplete: 'new-password', minlength: '8', required: true }, 'At least 8 characters.'),
     ),
   );
 }
@@ -423,7 +456,7 @@ function totpSection(session: Session): HTMLElement {
             label: 'Confirm two-step verification',
             submit: 'Confirm',
             action: async ({ code = '' }) => {
-              const { recoveryCodes } = await svc.totpConfirm(code.trim());
+              const { recoveryCodes } = await fresh(() => svc.totpConfirm(code.trim()));
               body.replaceChildren(
                 h('p', {}, 'On. Keep these recovery codes somewhere safe: each works once if you lose your device. They are shown only now.'),
                 h('ul', { id: 'recovery-codes', class: 'codes' }, ...recoveryCodes.map((c) => h('li', {}, h('code', {}, c)))),
@@ -480,7 +513,7 @@ async function passkeysSection(): Promise<HTMLElement> {
               actionButton(
                 'Remove',
                 async () => {
-                  await svc.deletePasskey(p.id);
+                  await fresh(() => svc.deletePasskey(p.id));
                   say(`Passkey ${p.name} removed.`);
                   await accountPage();
                 },
@@ -526,7 +559,7 @@ async function connectedSection(): Promise<HTMLElement> {
               actionButton(
                 'Disconnect',
                 async () => {
-                  await svc.unlinkProvider(a.provider, a.providerAccountId);
+                  await fresh(() => svc.unlinkProvider(a.provider, a.providerAccountId));
                   say(`${labelOf(providers, a.provider)} disconnected.`);
                   await accountPage();
                 },

@@ -204,7 +204,8 @@ export function createClient(options: ClientOptions = {}) {
     // 12. Email
     signup: (body: Bodies['signup']) => call('signup', { body }),
     requestVerification: (email: string) => call('requestVerification', { body: { email } }),
-    verifyEmail: (token: string) => call('verifyEmail', { body: { token } }),
+    /** `password`: the sign-up's password, which keeps it when verifying from another browser. */
+    verifyEmail: (token: string, password?: string) => call('verifyEmail', { body: password === undefined ? { token } : { token, password } }),
     forgotPassword: (email: string) => call('forgotPassword', { body: { email } }),
     resetPassword: (body: Bodies['resetPassword']) => call('resetPassword', { body }),
     requestMagicLink: (email: string) => call('requestMagicLink', { body: { email } }),

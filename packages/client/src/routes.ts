@@ -230,7 +230,7 @@ export interface Bodies {
   resetPassword: { token: string; newPassword: string };
   signup: { email: string; password: string; firstname?: string; lastname?: string };
   requestVerification: Email;
-  verifyEmail: Token;
+  verifyEmail: Token & { password?: string };
   requestMagicLink: Email;
   verifyMagicLink: Token;
 }
@@ -280,7 +280,8 @@ export interface Responses {
   resetPassword: void;
   signup: void;
   requestVerification: void;
-  verifyEmail: { email: string; emailVerified: true };
+  /** `passwordResetToken`: the verification was a claim (a sign-up verified elsewhere): ask for a new password (`resetPassword`). */
+  verifyEmail: { email: string; emailVerified: true; passwordResetToken?: string };
   requestMagicLink: void;
   verifyMagicLink: LoginResult;
 }

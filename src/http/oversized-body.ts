@@ -18,7 +18,10 @@ import type { Socket } from 'node:net';
 export interface OversizedBodyOptions {
   /** `server.bodyLimit`: a declared `Content-Length` above it gets no `100 Continue`. */
   bodyLimit: number;
-  /** At most this many bytes are read and dropped after an answer that left the body unread (4 MiB). */
+  /**
+   * About this many bytes are read and dropped after an answer that left the body unread (4 MiB):
+   * checked every 20 ms, as Node's parser reads the socket without telling (a fast client gets a few MiB more in).
+   */
   lingerBytes?: number;
   /** For at most this long (2 s); the client has had the answer since the start of it. */
   lingerMs?: number;
@@ -63,7 +66,8 @@ function linger(socket: Socket, req: IncomingMessage, maxBytes: number, maxMs: n
   const start = socket.bytesRead;
   const close = () => socket.destroy();
   const timer = setTimeout(close, maxMs);
-  // Node's parser reads the socket itself (no 'data' events): the count of bytes read says how much came.
+  // Node's parser reads the socket itself (no 'data' events; a dropped body reaches no listener):
+  // the socket's count of bytes read says how much came.
   const counter = setInterval(() => socket.bytesRead - start > maxBytes && close(), 20);
   socket.once('close', () => {
     clearTimeout(timer);

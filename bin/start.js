@@ -30,5 +30,10 @@ if (state !== 'fresh') {
     process.stderr.write('svc: dist/ is older than the sources and TypeScript is not installed: running the existing build\n');
   }
 }
+// Secrets out of this process's environment before the service loads (dist/src/secret-env.js: the
+// service runs in a worker started without them; this light module, not the server, is all this process loads).
+// An older build without that module (no TypeScript to rebuild it) starts as it always did.
+const secretEnv = await import('../dist/src/secret-env.js').catch(() => null);
+await secretEnv?.keepSecretsOutOfEnviron();
 const { main } = await import('../dist/src/server.js');
 await main();

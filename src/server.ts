@@ -11,6 +11,7 @@ import { openDatabase, type Database } from './db/index.ts';
 import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { keepSecretsOutOfEnviron } from './secret-env.ts';
 import { Realtime } from './realtime/index.ts';
 import { appPluginsDir, loadPlugins, packageEntry } from './plugins/loader.ts';
 import { applySeeds } from './plugins/seeds.ts';
@@ -266,6 +267,8 @@ function exitOnUncaught(log: () => Logger): void {
 }
 
 export async function main() {
+  // Before anything reads the environment: secrets out of the one the kernel shows (src/secret-env.ts).
+  await keepSecretsOutOfEnviron();
   let logger: Logger | undefined;
   exitOnUncaught(() => (logger ??= createLogger('info')));
   let running: RunningServer;
@@ -289,8 +292,10 @@ export async function main() {
       },
     );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  // SIGHUP (the terminal or session went away) stops svc as SIGTERM does, scripts included. `on`, not
+  // `once`: a signal that comes twice (Ctrl-C reaches the whole process group, and the first process
+  // of src/secret-env.ts forwards it too) must not fall back to Node's default of dying on the spot.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => stop(signal));
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();

@@ -4,12 +4,13 @@
 // '@svc/plugin-cli-connector'`. The programs are small node scripts (test/fixtures/cli/); the one
 // that prints its argv as JSON shows exactly what a program received.
 
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
-import { PROJECT_DIR, startReadySvc, stopAll } from '../support/spawn.ts';
+import { freePort, PROJECT_DIR, startReadySvc, stopAll, tempDir } from '../support/spawn.ts';
 
 const PREFIX = '/plugin/svc/plugin-cli-connector';
 const FIXTURES = path.join(PROJECT_DIR, 'test/fixtures/cli');
@@ -46,6 +47,7 @@ export default async function scripts(instance) {
   registerScriptByConfig('empty-lines', { exe: node, args: [${fx('empty-lines.mjs')}, { allow: '\\\\d+' }], hooks: { stdout: (line) => line, lines: true } });
   registerScriptByConfig('admin-sleep', { exe: node, args: [${fx('sleep.mjs')}, { allow: '\\\\d+' }, { allow: 'stay' }], admin: true });
   registerScriptByConfig('parent-env', { exe: node, args: [${fx('parent-env.mjs')}], admin: true });
+  registerScriptByConfig('parent-pid', { exe: '/bin/sh', args: ['-c', 'printf %s "$PPID"'], admin: true });
   registerScriptByConfig('env', { exe: '/usr/bin/env', opts: { env: { GREETING: 'hello' } } });
   registerScriptByConfig('admin-argv', { exe: node, args: [${fx('print-argv.mjs')}, {}], admin: true });
   // A hook that chokes on what it gets (JSON.parse of a line that is not JSON): it throws.
@@ -469,7 +471,7 @@ describe('access', () => {
       expect((await anon.fetch(`${PREFIX}${p}`, { method })).status, p).toBe(401);
     }
     expect((await alice.fetch(`${PREFIX}/jobs`)).status).toBe(403);
-    expect(await (await alice.fetch(`${PREFIX}/scripts`)).json()).toEqual(['admin-argv', 'admin-sleep', 'allow', 'argv', 'argv-two', 'bad-hook', 'bad-stdin-hook', 'concat', 'count', 'count-to', 'deny', 'echo', 'empty-lines', 'env', 'escape', 'file', 'flood', 'group', 'missing', 'parent-env', 'promise-hook', 'sleep', 'split-lines']);
+    expect(await (await alice.fetch(`${PREFIX}/scripts`)).json()).toEqual(['admin-argv', 'admin-sleep', 'allow', 'argv', 'argv-two', 'bad-hook', 'bad-stdin-hook', 'concat', 'count', 'count-to', 'deny', 'echo', 'empty-lines', 'env', 'escape', 'file', 'flood', 'group', 'missing', 'parent-env', 'parent-pid', 'promise-hook', 'sleep', 'split-lines']);
   });
 });
 
@@ -649,6 +651,64 @@ describe('the service process (a real svc, started as `npm start` does)', () => 
     await expect.poll(() => alive(grandchild), { timeout: 5000, interval: 20 }).toBe(false); // signalled; ends a moment later
     // The operator learns what the stop cut short.
     expect(svc.logs().find((l) => /killed at shutdown/.test(l.msg ?? ''))).toMatchObject({ level: 40, scripts: ['group'] });
+  });
+
+  it("a script reading its parent's environment (/proc/<svc pid>/environ) finds none of the service's secrets, which svc still uses (issue 52 item 8)", async () => {
+    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ plugins: ['@svc/plugin-cli-connector'] }));
+    const secrets = { SVC_ADMIN_PASSWORD: ADMIN.password, SVC_SECRET_ENCRYPTION_KEY: 'planted-encryption-key-0123456789', SVC_STORE_PASSWORD: 'planted-store-password', APP_API_TOKEN: 'planted-app-token' };
+    const svc = await startReadySvc({ appRoot, env: { SVC_ADMIN_EMAIL: ADMIN.email, ...secrets, LOG_LEVEL: 'warn' } });
+    // The admin password from the environment still made the admin: svc got its secrets.
+    const login = await fetch(`${svc.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+    expect(login.status).toBe(200);
+    const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
+    const res = await fetch(`${svc.url}${PREFIX}/script/parent-env`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{}' });
+    const body = (await res.json()) as { stdout: string; status: number };
+    expect(body.status, JSON.stringify(body)).toBe(0);
+    const parent = JSON.parse(body.stdout) as { environ: string[]; cmdline: string[] };
+    // It is svc's environment (the app path is there), without one secret, by name or by value.
+    expect(parent.environ).toContain(`SVC_APP_PATH=${appRoot}`);
+    expect(parent.cmdline.join(' ')).toContain('server.ts');
+    for (const [name, value] of Object.entries(secrets)) {
+      expect(parent.environ.filter((v) => v.startsWith(`${name}=`) || v.includes(value)), name).toEqual([]);
+    }
+    expect(await svc.stop('SIGTERM')).toBe(0);
+  });
+
+  it('SIGHUP stops svc as SIGTERM does: every process group a script started is killed (issue 52 item 10)', async () => {
+    const { svc, grandchild } = await startWithJob();
+    expect(await svc.stop('SIGHUP')).toBe(0);
+    await expect.poll(() => alive(grandchild), { timeout: 5000, interval: 20 }).toBe(false);
+  });
+
+  it('a SIGKILL to the process svc was started as stops the service and its scripts (issue 52 items 8, 10)', async () => {
+    // Started by hand, not by startSvc: its preload (die-with-parent) would SIGKILL the orphaned worker
+    // at once, racing the stop this test is about.
+    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ plugins: ['@svc/plugin-cli-connector'] }));
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const env = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', PORT: String(port), SVC_APP_PATH: appRoot, SVC_DATA_DIR: tempDir('svc-data-'), LOG_LEVEL: 'warn', SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password };
+    const started = spawn(NODE, ['--import', 'tsx', path.join(PROJECT_DIR, 'src/server.ts')], { cwd: PROJECT_DIR, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    started.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    let worker = 0;
+    let grandchild = 0;
+    try {
+      await expect.poll(() => fetch(`${url}/health`).then((r) => r.status, () => 0), { timeout: 30_000, interval: 200 }).toBe(200);
+      const login = await fetch(`${url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+      const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
+      const post = async (p: string) => (await fetch(`${url}${PREFIX}${p}`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{}' })).json();
+      worker = Number(((await post('/script/parent-pid')) as { stdout: string }).stdout);
+      expect(worker).not.toBe(started.pid); // secrets in its environment: svc runs as a worker of the started process
+      const { id } = (await post('/run/group')) as { id: string };
+      await expect.poll(async () => (grandchild ||= Number(((await post(`/job/${id}`)) as { stdout: string[] }).stdout.join('').trim())), { timeout: 10_000 }).toBeGreaterThan(0);
+      started.kill('SIGKILL');
+      // The worker saw its pipe to that process close and stopped as on SIGTERM: the stop logs what it cut short.
+      await expect.poll(() => /killed at shutdown/.test(out), { timeout: 10_000, interval: 50 }).toBe(true);
+      await expect.poll(() => alive(worker), { timeout: 10_000, interval: 50 }).toBe(false);
+      await expect.poll(() => alive(grandchild), { timeout: 5000, interval: 20 }).toBe(false);
+    } finally {
+      for (const pid of [started.pid!, worker, grandchild]) if (pid > 0 && alive(pid)) process.kill(pid, 'SIGKILL');
+    }
   });
 
   it('an error nothing catches is logged with its stack, the process exits non-zero, and no script outlives it', async () => {

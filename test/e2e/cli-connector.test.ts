@@ -351,7 +351,7 @@ describe('jobs', () => {
     expect(error.message).toMatch(/instance that started it/);
   });
 
-  it('jobs are capped per user (3) and in all (10): one more is 409 too_many_jobs, and one user cannot block the others', async () => {
+  it('jobs are capped per user (3) and in all (10, admins 2 more): one more is 409 too_many_jobs, and one user cannot block the others', async () => {
     const users = [alice, bob, admin, await login(), await login()];
     const started: [TestClient, string][] = [];
     const start = async (c: TestClient, status: number) => {
@@ -365,6 +365,11 @@ describe('jobs', () => {
     await start(admin, 201); // ...and do not block the admin
     for (const c of [bob, users[3]!]) for (let i = 0; i < 3; i++) await start(c, 201);
     await start(users[4]!, 409); // ten in all
+    // Admins have a reserve of two beyond the ten (issue 52 item 10): users filling the cap never lock them out.
+    const admin2 = await login(true);
+    await start(admin, 201);
+    await start(admin2, 201);
+    await start(admin2, 409); // the reserve is used up
     for (const [c, id] of started) await job(c, id, { signal: 'SIGKILL' });
     for (const [c, id] of started) await waitDone(c, id);
     expect((await run(alice, 'argv', ['x'])).status).toBe(201);
@@ -575,7 +580,7 @@ describe('safety (CONTRACT section 8, issue 35)', () => {
     await expect.poll(() => alive(grandchild), { timeout: 5000, interval: 20 }).toBe(false); // signalled; ends a moment later
   });
 
-  it('/script calls are capped per user (3) and in all (10): one more is 429 too_many_jobs', async () => {
+  it('/script calls are capped per user (3) and in all (10, admins 2 more): one more is 429 too_many_jobs', async () => {
     const slow = (c: TestClient) => script(c, 'sleep', { args: ['30', 'stay'] });
     const mine = [slow(alice), slow(alice), slow(alice)];
     await new Promise((r) => setTimeout(r, 300)); // the three have started
@@ -587,7 +592,13 @@ describe('safety (CONTRACT section 8, issue 35)', () => {
     await new Promise((r) => setTimeout(r, 300));
     const eleventh = await slow(bob);
     expect(eleventh.status).toBe(429);
-    for (const res of await Promise.all([...mine, ...more])) expect(((await res.json()) as { status: unknown }).status).toBe('SIGTERM');
+    // Admins have a reserve of two beyond the ten (issue 52 item 10).
+    const reserved = [slow(admin), slow(admin)];
+    await new Promise((r) => setTimeout(r, 300));
+    const admin2 = await login(true);
+    const beyond = await slow(admin2);
+    expect(beyond.status).toBe(429);
+    for (const res of await Promise.all([...mine, ...more, ...reserved])) expect(((await res.json()) as { status: unknown }).status).toBe('SIGTERM');
     expect(await received('argv', ['free again'])).toEqual(['free again']);
   });
 

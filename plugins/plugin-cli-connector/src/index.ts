@@ -41,6 +41,8 @@ const optionsSchema = v.strictObject({
   maxScriptsPerUser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 3),
   /** A finished job is removed this long after it ends, ms. */
   jobRetention: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 60_000),
+  /** Jobs and `/script` calls admins may run beyond `maxJobs` / `maxScripts`: users filling the caps never lock the admins out. */
+  adminReserve: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 2),
   /** Finished jobs kept per user (each holds up to `outputCap` until read); past it, the oldest goes. */
   maxFinishedJobsPerUser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 10),
   /** Output kept per run (stdout + stderr), bytes; older chunks are dropped. */
@@ -68,8 +70,8 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
     const { name, stack = '' } = err instanceof Error ? err : new Error(String(err));
     instance.logger.error({ plugin: instance.plugin.key, script: s.alias, hook, err: { name, stack: stack.split('\n').slice(1).join('\n') } }, 'CLI connector: a hook threw; its run was stopped');
   });
-  const jobs = new Jobs(runner, { maxJobs: options.maxJobs, maxJobsPerUser: options.maxJobsPerUser, retentionMs: options.jobRetention, maxFinishedPerUser: options.maxFinishedJobsPerUser });
-  const scripts = new Slots(options.maxScriptsPerUser, options.maxScripts);
+  const jobs = new Jobs(runner, { maxJobs: options.maxJobs, maxJobsPerUser: options.maxJobsPerUser, adminReserve: options.adminReserve, retentionMs: options.jobRetention, maxFinishedPerUser: options.maxFinishedJobsPerUser });
+  const scripts = new Slots(options.maxScriptsPerUser, options.maxScripts, options.adminReserve);
   // A deleted user's jobs end: the deletion may happen on any instance, so the database is asked (one
   // lookup per owner of a running job, at most maxJobs), not an event of this process.
   let checking = false;
@@ -133,7 +135,7 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
         summary: 'Run a short script to the end',
         description:
           `Runtime \`args\` fill the script's placeholders in order; \`input\` (at most 1 MiB) goes to its stdin. Its process group is killed with SIGTERM after ${options.scriptTimeout} ms (status "SIGTERM"). ` +
-          `403 for an admin-only script; 429 \`too_many_jobs\` when ${options.maxScriptsPerUser} of the caller's calls (${options.maxScripts} in all) are running.`,
+          `403 for an admin-only script; 429 \`too_many_jobs\` when ${options.maxScriptsPerUser} of the caller's calls (${options.maxScripts} in all, ${options.maxScripts + options.adminReserve} for an admin) are running.`,
         tags,
         params: cmdParams,
         body: v.strictObject({ args: argsSchema, input: v.optional(v.string()) }),
@@ -142,7 +144,7 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
         const user = c.get('authUser')!;
         const s = script(params.cmd, user);
         inputFits(0, body.input);
-        if (!scripts.take(user.userId)) throw new AppError(429, 'too_many_jobs', `Too many scripts are running (${options.maxScriptsPerUser} per user, ${options.maxScripts} in all); try again when one has ended`);
+        if (!scripts.take(user.userId, user.isAdmin)) throw new AppError(429, 'too_many_jobs', `Too many scripts are running (${options.maxScriptsPerUser} per user, ${options.maxScripts} in all); try again when one has ended`);
         try {
           return c.json(await runner.script(s, argv(s, body.args), body.input, options.scriptTimeout).catch(failed));
         } finally {
@@ -157,7 +159,7 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
       config: { optionalBody: true },
       schema: {
         summary: 'Start a background job',
-        description: `201 \`{"id"}\`; 403 for an admin-only script; 409 when ${options.maxJobsPerUser} of the caller's jobs (${options.maxJobs} in all) are running.`,
+        description: `201 \`{"id"}\`; 403 for an admin-only script; 409 when ${options.maxJobsPerUser} of the caller's jobs (${options.maxJobs} in all, ${options.maxJobs + options.adminReserve} for an admin) are running.`,
         tags,
         params: cmdParams,
         body: v.strictObject({ args: argsSchema }),
@@ -165,7 +167,7 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
       handler: async (c, { params, body }) => {
         const user = c.get('authUser')!;
         const s = script(params.cmd, user);
-        const job = await jobs.start(s, argv(s, body.args), user.userId).catch(failed);
+        const job = await jobs.start(s, argv(s, body.args), user.userId, user.isAdmin).catch(failed);
         if (!job) throw new AppError(409, 'too_many_jobs', `Too many jobs are running (${options.maxJobsPerUser} per user, ${options.maxJobs} in all); try again when one has ended`);
         return c.json({ id: job.id }, 201);
       },

@@ -340,7 +340,10 @@ export class Runner {
   }
 }
 
-/** Running things per user and in all, each at most its cap (`/script` calls, background jobs). */
+/**
+ * Running things per user and in all, each at most its cap (`/script` calls, background jobs). Admins
+ * may go `adminReserve` beyond the total: users who fill it never lock out the admin who would stop them.
+ */
 export class Slots {
   private readonly perUser = new Map<string, number>();
   private total = 0;
@@ -348,12 +351,13 @@ export class Slots {
   constructor(
     private readonly userCap: number,
     private readonly totalCap: number,
+    private readonly adminReserve = 0,
   ) {}
 
   /** Takes a slot for `user`, or returns false when they or everyone are at the cap. */
-  take(user: string): boolean {
+  take(user: string, isAdmin = false): boolean {
     const mine = this.perUser.get(user) ?? 0;
-    if (mine >= this.userCap || this.total >= this.totalCap) return false;
+    if (mine >= this.userCap || this.total >= this.totalCap + (isAdmin ? this.adminReserve : 0)) return false;
     this.perUser.set(user, mine + 1);
     this.total++;
     return true;
@@ -385,6 +389,8 @@ export interface Job {
 export interface JobLimits {
   maxJobs: number;
   maxJobsPerUser: number;
+  /** Jobs admins may run beyond maxJobs. */
+  adminReserve: number;
   retentionMs: number;
   /** Finished jobs kept per user; past it, the one that ended first goes. */
   maxFinishedPerUser: number;
@@ -405,12 +411,12 @@ export class Jobs {
     private readonly runner: Runner,
     private readonly opts: JobLimits,
   ) {
-    this.slots = new Slots(opts.maxJobsPerUser, opts.maxJobs);
+    this.slots = new Slots(opts.maxJobsPerUser, opts.maxJobs, opts.adminReserve);
   }
 
   /** Starts a job, or returns null when its owner's or everyone's jobs are at the cap. Throws ExecutionError when it cannot start. */
-  async start(script: Script, argv: string[], owner: string): Promise<Job | null> {
-    if (!this.slots.take(owner)) return null;
+  async start(script: Script, argv: string[], owner: string, isAdmin = false): Promise<Job | null> {
+    if (!this.slots.take(owner, isAdmin)) return null;
     const id = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
     let run: Run;
     try {

@@ -47,6 +47,10 @@ export default async function scripts(instance) {
   registerScriptByConfig('empty-lines', { exe: node, args: [${fx('empty-lines.mjs')}, { allow: '\\\\d+' }], hooks: { stdout: (line) => line, lines: true } });
   registerScriptByConfig('admin-sleep', { exe: node, args: [${fx('sleep.mjs')}, { allow: '\\\\d+' }, { allow: 'stay' }], admin: true });
   registerScriptByConfig('parent-env', { exe: node, args: [${fx('parent-env.mjs')}], admin: true });
+  registerScriptByConfig('spin-limited', { exe: node, args: [${fx('spin.mjs')}, '60'], opts: { limits: { cpuSeconds: 1 } } });
+  registerScriptByConfig('grow-limited', { exe: node, args: [${fx('grow.mjs')}, { allow: '\\\\d+' }], opts: { limits: { memoryBytes: 256 * 1024 * 1024 } } });
+  registerScriptByConfig('missing-limited', { exe: '/nonexistent/program', opts: { limits: { cpuSeconds: 1 } } });
+  registerScriptByConfig('parent-env-nobody', { exe: node, args: [${fx('parent-env.mjs')}], opts: { runAs: { uid: 65534, gid: 65534 } }, admin: true });
   registerScriptByConfig('parent-pid', { exe: '/bin/sh', args: ['-c', 'printf %s "$PPID"'], admin: true });
   registerScriptByConfig('env', { exe: '/usr/bin/env', opts: { env: { GREETING: 'hello' } } });
   registerScriptByConfig('admin-argv', { exe: node, args: [${fx('print-argv.mjs')}, {}], admin: true });
@@ -476,7 +480,7 @@ describe('access', () => {
       expect((await anon.fetch(`${PREFIX}${p}`, { method })).status, p).toBe(401);
     }
     expect((await alice.fetch(`${PREFIX}/jobs`)).status).toBe(403);
-    expect(await (await alice.fetch(`${PREFIX}/scripts`)).json()).toEqual(['admin-argv', 'admin-sleep', 'allow', 'argv', 'argv-two', 'bad-hook', 'bad-stdin-hook', 'concat', 'count', 'count-to', 'deny', 'echo', 'empty-lines', 'env', 'escape', 'file', 'flood', 'group', 'missing', 'parent-env', 'parent-pid', 'promise-hook', 'sleep', 'split-lines']);
+    expect(await (await alice.fetch(`${PREFIX}/scripts`)).json()).toEqual(['admin-argv', 'admin-sleep', 'allow', 'argv', 'argv-two', 'bad-hook', 'bad-stdin-hook', 'concat', 'count', 'count-to', 'deny', 'echo', 'empty-lines', 'env', 'escape', 'file', 'flood', 'group', 'grow-limited', 'missing', 'missing-limited', 'parent-env', 'parent-env-nobody', 'parent-pid', 'promise-hook', 'sleep', 'spin-limited', 'split-lines']);
   });
 });
 
@@ -625,6 +629,26 @@ describe('safety (CONTRACT section 8, issue 35)', () => {
     }
     await job(alice, id, { signal: 'SIGKILL' });
     await waitDone(alice, id);
+  });
+
+  it('opts.limits: a script past its CPU time ends with SIGXCPU, one past its memory cannot allocate; a missing program is still 500 (issue 52 item 10)', async () => {
+    // It would spin for 60 s; one second of CPU ends it.
+    const { id } = (await (await run(alice, 'spin-limited')).json()) as { id: string };
+    expect(await endedUnread(id)).toBe('SIGXCPU');
+    expect(await (await script(alice, 'grow-limited', { args: ['64'] })).json()).toMatchObject({ stdout: 'allocated 64 MiB\n', status: 0 });
+    const over = (await (await script(alice, 'grow-limited', { args: ['512'] })).json()) as { stdout: string; status: unknown };
+    expect(over.stdout).toBe('');
+    expect(over.status).not.toBe(0);
+    const missing = await script(alice, 'missing-limited', {});
+    expect(missing.status).toBe(500);
+    expect((await code(missing)).code).toBe('execution_failed');
+  });
+
+  // Only root may start a program as another user; a non-root run has nothing to show here.
+  it.runIf(process.getuid?.() === 0)("opts.runAs: a script run as another user cannot read svc's environment at all (issue 52 item 8)", async () => {
+    const body = (await (await script(admin, 'parent-env-nobody', {})).json()) as { stdout: string; stderr: string; status: unknown };
+    expect(body.status).not.toBe(0);
+    expect(body.stderr).toMatch(/EACCES: permission denied, open '\/proc\/\d+\/environ'/);
   });
 
   it('hooks.lines: a hook sees whole lines, so a secret written in two pieces is redacted', async () => {

@@ -20,6 +20,7 @@ import * as v from 'valibot';
 import type { AppEnv, PluginInstance } from '../../../src/index.ts';
 import { getScript, scriptNames, type Script } from './registry.ts';
 import { ExecutionError, Jobs, MAX_INPUT_BYTES, Runner, SIGNALS, Slots, type AllowedSignal } from './runner.ts';
+import { checkLimits, LIMIT_KEYS, type ResourceLimits } from './limits.ts';
 import { ArgumentError, buildArgv } from './templates.ts';
 
 export { registerScriptByConfig, registerScriptByPath, setupServer, type Hook, type HookContext, type ScriptConfig } from './registry.ts';
@@ -45,6 +46,10 @@ const optionsSchema = v.strictObject({
   adminReserve: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 2),
   /** Finished jobs kept per user (each holds up to `outputCap` until read); past it, the oldest goes. */
   maxFinishedJobsPerUser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 10),
+  /** Resource limits of every script's process (`cpuSeconds`, `memoryBytes`, `processes`: limits.ts); a script's `opts.limits` win. */
+  limits: v.optional(v.record(v.picklist(LIMIT_KEYS), v.pipe(v.number(), v.integer(), v.minValue(1)))),
+  /** The user and group every script runs as (svc must be root or hold CAP_SETUID/CAP_SETGID); a script's `opts.runAs` wins. */
+  runAs: v.optional(v.strictObject({ uid: v.pipe(v.number(), v.integer(), v.minValue(0)), gid: v.pipe(v.number(), v.integer(), v.minValue(0)) })),
   /** Output kept per run (stdout + stderr), bytes; older chunks are dropped. */
   outputCap: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024)), MiB),
 });
@@ -65,7 +70,9 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
   const options = parsed.output;
   const { defineRoute, mountRoutes, AppError } = instance.http;
   const signedIn = instance.auth.authenticate();
-  const runner = new Runner({ outputCap: options.outputCap }, (s, hook, err) => {
+  const resources: ResourceLimits | undefined = options.limits;
+  if (resources) checkLimits(`pluginOptions["${instance.plugin.key}"]`, resources);
+  const runner = new Runner({ outputCap: options.outputCap, ...(resources ? { resources } : {}), ...(options.runAs ? { runAs: options.runAs } : {}) }, (s, hook, err) => {
     // The error's name and frames, not its message: a hook's message may quote the output it choked on.
     const { name, stack = '' } = err instanceof Error ? err : new Error(String(err));
     instance.logger.error({ plugin: instance.plugin.key, script: s.alias, hook, err: { name, stack: stack.split('\n').slice(1).join('\n') } }, 'CLI connector: a hook threw; its run was stopped');

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { checkLimits, checkRunAs, type ResourceLimits, type RunAs } from './limits.ts';
 import { compileTemplate, placeholderCount, type CompiledTemplate, type TemplateElement } from './templates.ts';
 
 /** The shared hook context of a job (SPEC.md): every chunk so far, as strings. Hooks may change it. */
@@ -25,7 +26,7 @@ export interface ScriptConfig {
    * Spawn options: working directory, environment, text encoding of the output. The program sees
    * only PATH, HOME, LANG and TZ of the service's environment, plus `env` (never the service's secrets).
    */
-  opts?: { cwd?: string; env?: Record<string, string>; encoding?: BufferEncoding };
+  opts?: { cwd?: string; env?: Record<string, string>; encoding?: BufferEncoding; limits?: ResourceLimits; runAs?: RunAs };
   /** `lines: true`: the stdout and stderr hooks get whole lines (a secret split across two chunks is one line again). */
   hooks?: { stdin?: Hook; stdout?: Hook; stderr?: Hook; lines?: boolean };
   /** Only admins may run it (others: 403). Mark every script that writes, deletes or takes a free argument. */
@@ -40,6 +41,10 @@ export interface Script {
   cwd?: string;
   env?: Record<string, string>;
   encoding: BufferEncoding;
+  /** Resource limits of its process (over the plugin's `limits`). */
+  limits?: ResourceLimits;
+  /** The user and group it runs as (over the plugin's `runAs`). */
+  runAs?: RunAs;
   hooks: { stdin?: Hook; stdout?: Hook; stderr?: Hook };
   /** The stdout and stderr hooks see whole lines. */
   lines: boolean;
@@ -83,6 +88,8 @@ export function registerScriptByConfig(alias: string, config: ScriptConfig, base
   const opts = config.opts ?? {};
   const encoding = opts.encoding ?? 'utf8';
   if (!Buffer.isEncoding(encoding)) throw new Error(`script "${alias}": opts.encoding "${String(encoding)}" is not an encoding`);
+  if (opts.limits !== undefined) checkLimits(`script "${alias}": opts`, opts.limits);
+  if (opts.runAs !== undefined) checkRunAs(`script "${alias}": opts`, opts.runAs);
   const template = compileTemplate(alias, config.args, baseDir);
   scripts.set(alias, {
     alias,
@@ -92,6 +99,8 @@ export function registerScriptByConfig(alias: string, config: ScriptConfig, base
     ...(opts.cwd ? { cwd: path.resolve(baseDir, opts.cwd) } : {}),
     ...(opts.env ? { env: opts.env } : {}),
     encoding,
+    ...(opts.limits ? { limits: opts.limits } : {}),
+    ...(opts.runAs ? { runAs: opts.runAs } : {}),
     hooks,
     lines,
     admin: config.admin ?? false,

@@ -10,6 +10,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
+import { limited, type ResourceLimits, type RunAs } from './limits.ts';
 import type { Hook, HookContext, Script } from './registry.ts';
 
 export const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGKILL', 'SIGHUP', 'SIGUSR1', 'SIGUSR2'] as const;
@@ -52,6 +53,10 @@ process.once('exit', () => {
 export interface Limits {
   /** Bytes of stdout + stderr kept per run. */
   outputCap: number;
+  /** Resource limits of every script's process (a script's own `opts.limits` win). */
+  resources?: ResourceLimits;
+  /** The user every script runs as (a script's own `opts.runAs` wins). */
+  runAs?: RunAs;
 }
 
 /** Cuts decoded text into whole lines (`hooks.lines`); a line longer than `max` goes as it is. */
@@ -284,10 +289,21 @@ export class Runner {
 
   /** `stdin: false`: the program reads nothing (no pipe to set up: a short script starts faster). */
   start(script: Script, argv: string[], stdin = true): Run {
-    const child = spawn(script.exe, argv, {
+    const env = childEnv(script.env);
+    let file: string;
+    let args: string[];
+    try {
+      [file, args] = limited(script.exe, argv, { ...this.limits.resources, ...script.limits }, env.PATH, script.cwd);
+    } catch (err) {
+      throw new ExecutionError(`"${script.alias}" could not be started: ${(err as Error).message}`);
+    }
+    const runAs = script.runAs ?? this.limits.runAs;
+    const child = spawn(file, args, {
       shell: false,
       cwd: script.cwd,
-      env: childEnv(script.env),
+      env,
+      // Node (libuv) drops the supplementary groups too.
+      ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
       stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       // Its own process group (pgid = its pid): signals reach its children through `kill(-pid)`.
       detached: true,

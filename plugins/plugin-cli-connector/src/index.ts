@@ -188,7 +188,7 @@ export default function cliConnector(instance: PluginInstance): Hono<AppEnv> {
         summary: 'Send input or a signal to a job, and read its new output',
         description:
           `The output since the last call (\`stdin\`: what this call wrote; input is not kept). 200 once the job has ended (\`done\`: exit status or signal), 202 while it runs. ` +
-          `Signals (to the job's whole process group): ${SIGNALS.join(', ')}; any other value is 400 \`invalid_signal\`. Input: at most 1 MiB per job in all (413). Only its owner or an admin: others 404.`,
+          `Signals (to the job's whole process group): ${SIGNALS.join(', ')}; any other value is 400 \`invalid_signal\`. Input: at most 1 MiB per job in all (413). Only its owner or an admin: others 404; a job of an admin-only script: 403 to a caller who is no longer an admin.`,
         tags,
         params: idParams,
         // `signal` of any JSON type: what is not an allowed name (9, null, "sigterm") is 400 invalid_signal (CONTRACT 8).

@@ -4,7 +4,7 @@
  * What a limit does when reached: `cpuSeconds` (RLIMIT_CPU) ends the program with SIGXCPU (SIGKILL a
  * second later if it ignores that);
  * `memoryBytes` (RLIMIT_DATA: its heap and private mappings, not the address space, which V8 reserves
- * by gigabytes) makes its allocations fail; `processes` (RLIMIT_NPROC) makes its forks fail once the
+ * by gigabytes; Node 24's code range still counts ~512 MiB) makes its allocations fail; `processes` (RLIMIT_NPROC) makes its forks fail once the
  * service's user has that many processes (the kernel does not apply it to root).
  */
 import { accessSync, constants, existsSync } from 'node:fs';

@@ -5,8 +5,8 @@
  * copy only). So when svc is started with secret-bearing variables, the entry starts itself again as a
  * worker whose environment lacks them, and hands them over a pipe (fd 3) into the worker's
  * `process.env`, where config reads them as before. The first process only waits: it forwards the
- * stop signals and ends with the worker's exit code or signal; the worker stops when it goes (a
- * SIGKILL to the first process does not leave a worker serving, and its scripts die with it).
+ * stop signals and ends with the worker's exit code or signal; the worker exits at once when it goes
+ * (a SIGKILL to the first process ends the service as it did before the worker, scripts included).
  *
  * Not covered (docs/security.md): the first process, and whatever started svc (npm, a shell, a
  * supervisor), still hold what they were given; put secrets in `.env` (read by svc itself, never in
@@ -84,10 +84,14 @@ function receive(fd: number): void {
   for (let n; !chunks.at(-1)?.includes(10) && (n = readSync(fd, buffer)) > 0; ) chunks.push(Buffer.from(buffer.subarray(0, n)));
   const secrets = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
   for (const [name, value] of Object.entries(secrets)) process.env[name] = value;
-  // The pipe ends when the first process goes (a SIGKILL, a crash): the worker stops as on SIGTERM,
-  // its scripts with it, instead of serving on as an orphan.
+  // The pipe ends when the first process goes (a SIGKILL, a crash): the service ends with it, as that
+  // process would have (no graceful stop: a SIGKILL means now, and a crash test expects a crash), and
+  // `exit` handlers still end every script (plugin-cli-connector's runner), so nothing serves on as an orphan.
   const pipe = new Socket({ fd, readable: true, writable: false });
   pipe.unref();
   pipe.on('data', () => {});
-  pipe.once('close', () => process.kill(process.pid, 'SIGTERM'));
+  pipe.once('close', () => {
+    process.stderr.write('svc: the process that started this worker is gone: exiting now\n');
+    process.exit(137);
+  });
 }

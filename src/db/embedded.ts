@@ -1,5 +1,5 @@
 import nedb from '@seald-io/nedb';
-import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DuplicateKeyError, type Collection, type Database, type Doc, type Filter, type FindOptions, type UniqueIndex, type Update } from './db.ts';
 
@@ -152,8 +152,14 @@ export class EmbeddedDatabase implements Database {
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  // A zombie holds no lock: a crashed svc whose parent died too (the first process of
+  // src/secret-env.ts, killed) waits to be reaped by PID 1, which some inits do only every second or two.
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return !existsSync('/proc/self/stat'); // gone meanwhile; or no /proc (not Linux): kill(pid, 0) is all there is
   }
 }

@@ -60,7 +60,12 @@ export async function keepSecretsOutOfEnviron(): Promise<void> {
   const worker = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { env, stdio: ['inherit', 'inherit', 'inherit', 'pipe'] });
   // One line of JSON; the pipe stays open: its end tells the worker this process is gone.
   (worker.stdio[3] as NodeJS.WritableStream).write(`${JSON.stringify(secrets)}\n`);
-  for (const signal of FORWARDED) process.on(signal, () => worker.kill(signal));
+  for (const signal of FORWARDED) {
+    // This process is not the service: a listener a preload put here (a diagnostics report on SIGUSR2)
+    // would answer for it. The worker has its own.
+    process.removeAllListeners(signal);
+    process.on(signal, () => worker.kill(signal));
+  }
   worker.once('error', (err) => {
     process.stderr.write(`svc failed to start: ${err.message}\n`);
     process.exit(1);

@@ -8,7 +8,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { freePort, PROJECT_DIR, startReadySvc, stopAll, tempDir } from '../support/spawn.ts';
 
@@ -463,6 +464,62 @@ describe('jobs', () => {
     expect((await listed(id))!.done).toBeUndefined(); // the refused signal was not sent
     await job(admin, id, { signal: 'SIGKILL' });
     expect((await waitDone(admin, id)).done).toBe('SIGKILL');
+  });
+
+  it("a user deleted through another instance (same database): their jobs on this one end too (issue 52 item 5)", async () => {
+    // A second svc on the same database, as two instances behind a proxy: the deletion reaches this one
+    // through the database, not through an event of its own process.
+    const other = await createTestApp({ db: t.instance.db });
+    try {
+      const gone = await signedIn();
+      const { id } = (await (await run(gone.c, 'sleep', ['30', 'stay'])).json()) as { id: string };
+      const otherAdmin = await other.createUser({ admin: true });
+      const c = other.client();
+      expect((await c.login(otherAdmin.email, otherAdmin.password)).status).toBe(200);
+      expect((await c.fetch(`/auth/users/${gone.id}`, { method: 'DELETE' })).status).toBe(204);
+      expect(await endedUnread(id, 15_000)).toBe('SIGTERM');
+    } finally {
+      // Not other.close(): the database is this suite's.
+      await other.instance.realtime.close();
+      await other.instance.auth.close();
+      await other.instance.stores.close();
+    }
+  });
+
+  // Two instances as deployed: one Redis for sessions, one database. (Without a Redis the run has no second instance to show.)
+  it.runIf(inject('redisUrl'))('two instances on one Redis: an admin demoted through one cannot use, on the other, the admin-only job they started there (issue 52 item 5)', async () => {
+    const redisUrl = inject('redisUrl');
+    const db = EmbeddedDatabase.inMemory();
+    const runs = await createTestApp({ redisUrl, db, config: { plugins: ['@svc/plugin-cli-connector'] } });
+    const other = await createTestApp({ redisUrl, db, config: { auth: { store: { keyPrefix: runs.keyPrefix } } } });
+    const on = async (app: TestApp, isAdmin: boolean) => {
+      const u = await app.createUser({ admin: isAdmin });
+      const c = app.client();
+      expect((await c.login(u.email, u.password)).status).toBe(200);
+      return { c, id: u.id };
+    };
+    try {
+      const former = await on(runs, true);
+      const started = await run(former.c, 'admin-sleep', ['30', 'stay']);
+      expect(started.status).toBe(201);
+      const { id } = (await started.json()) as { id: string };
+      expect((await job(former.c, id)).status).toBe(202);
+      const demoter = await on(other, true);
+      expect((await demoter.c.fetch(`/auth/users/${former.id}`, { method: 'PATCH', json: { isAdmin: false } })).status).toBe(200);
+      for (const body of [{}, { input: 'x\n' }, { signal: 'SIGKILL' }]) {
+        const res = await job(former.c, id, body);
+        expect(res.status, JSON.stringify(body)).toBe(403);
+      }
+      const stopper = await on(runs, true);
+      await job(stopper.c, id, { signal: 'SIGKILL' });
+      expect((await waitDone(stopper.c, id)).done).toBe('SIGKILL');
+    } finally {
+      // The database is shared: closed once, by the second close.
+      await other.instance.realtime.close();
+      await other.instance.auth.close();
+      await other.instance.stores.close();
+      await runs.close();
+    }
   });
 
   it("a deleted user's running jobs end (issue 52 item 5)", async () => {

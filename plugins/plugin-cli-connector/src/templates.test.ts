@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Script } from './registry.ts';
-import { Runner } from './runner.ts';
+import { CHUNK_COST, Runner } from './runner.ts';
 import { ArgumentError, buildArgv, compileTemplate, placeholderCount } from './templates.ts';
 
 const PRINT_ARGV = fileURLToPath(new URL('../../../test/fixtures/cli/print-argv.mjs', import.meta.url));
@@ -120,15 +120,19 @@ describe('the output cap', () => {
   // One-line chunks (hooks.lines) past the cap: dropped one at a time, each drop copied the whole
   // array, and `seq 300000` took a minute with the event loop stalled for 14 s at a stretch (so its
   // 2 s timeout could not even fire). Now it finishes well within the default timeout.
-  it('300,000 lines through a line hook within the default 2 s timeout: the newest output kept, between cap - 64 KiB and the cap', async () => {
+  // Each kept line is a chunk, which costs CHUNK_COST bytes against the cap beside its text (a million
+  // empty lines were a million array entries): what is kept costs between cap - 64 KiB and the cap.
+  it('300,000 lines through a line hook within the default 2 s timeout: the newest output kept, costing between cap - 64 KiB and the cap', async () => {
     const template = compileTemplate('seq', ['300000'], '/');
     const script: Script = { alias: 'seq', exe: 'seq', template, argCount: 0, encoding: 'utf8', hooks: { stdout: (line) => line }, lines: true, admin: false };
     const cap = 1024 * 1024;
     const { stdout, status } = await new Runner({ outputCap: cap }, () => undefined).script(script, ['300000'], undefined, 2000);
     expect(status).toBe(0);
     expect(stdout.endsWith('\n299999\n300000\n')).toBe(true);
-    expect(stdout.length).toBeLessThanOrEqual(cap);
-    expect(stdout.length).toBeGreaterThan(cap - 64 * 1024);
+    const lines = stdout.split('\n').slice(0, -1).length;
+    const cost = stdout.length + lines * CHUNK_COST;
+    expect(cost).toBeLessThanOrEqual(cap);
+    expect(cost).toBeGreaterThan(cap - 64 * 1024);
     expect(stdout.split('\n')[0]).toMatch(/^\d+$/); // whole lines were dropped, not parts of one
   });
 });

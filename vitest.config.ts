@@ -1,6 +1,8 @@
 import { defineConfig } from 'vitest/config';
+import { workspaceSources } from './vitest.shared.ts';
 
 export default defineConfig({
+  ...workspaceSources,
   test: {
     globalSetup: ['test/support/global-setup.ts'],
     include: ['test/**/*.test.ts', 'plugins/**/*.test.ts', 'src/**/*.test.ts'],

@@ -1,7 +1,9 @@
 import { defineConfig } from 'vitest/config';
+import { workspaceSources } from './vitest.shared.ts';
 
 /** `npm run test:resilience`: long-running suites (soak, outages under load, hostile input), one file at a time. */
 export default defineConfig({
+  ...workspaceSources,
   test: {
     globalSetup: ['test/support/global-setup.ts'],
     include: ['test/resilience/**/*.test.ts'],

@@ -16,6 +16,12 @@ import { ensureDocsBundle } from './docs-bundle.js';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = path.join(root, 'dist');
 const stampName = '.built';
+/**
+ * The workspace package that svc loads by name at run time (an app lists it in `plugins`): Node
+ * resolves it to its own compiled dist/, as it will in an app that installed it, so it is built here too.
+ * Its types import `@svc/core`, which its build resolves to the dist/ just built.
+ */
+const cliConnector = path.join(root, 'plugins', 'plugin-cli-connector');
 const lock = path.join(root, 'dist.lock');
 
 /**
@@ -35,7 +41,8 @@ function newestSource() {
   let newest = 0;
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
+      // A workspace package's own build (plugins/plugin-cli-connector/dist) is output, not a source.
+      if (entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.')) continue;
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
       else if (/\.(ts|js|json)$/.test(entry.name)) newest = Math.max(newest, statSync(full).mtimeMs);
@@ -53,6 +60,9 @@ function newestSource() {
 export function buildState() {
   const stamp = path.join(dist, stampName);
   if (!existsSync(stamp)) return 'missing';
+  // An installed package (@svc/core from the registry or a tarball) has dist/ and no sources to build from.
+  if (!existsSync(path.join(root, 'src'))) return 'fresh';
+  if (!existsSync(path.join(cliConnector, 'dist', 'index.js'))) return 'missing';
   const built = Number(readFileSync(stamp, 'utf8'));
   return (Number.isFinite(built) ? built : statSync(stamp).mtimeMs) >= newestSource() ? 'fresh' : 'stale';
 }
@@ -108,6 +118,30 @@ async function withLock(fn) {
 }
 
 /**
+ * Compiles a project into `out` whole: into a folder of its own first (`then` adds to it), swapped in by
+ * renames, so a process starting meanwhile never imports a half-written build.
+ */
+function compileInto(tsc, project, out, then = () => {}) {
+  const next = `${out}.next-${process.pid}`;
+  const old = `${out}.old-${process.pid}`;
+  // Folders of a builder killed mid-build (the lock says no builder is at work now): 60 MB each.
+  const parent = path.dirname(out);
+  for (const name of readdirSync(parent)) if (new RegExp(`^${path.basename(out)}\\.(next|old)-\\d+$`).test(name)) rmSync(path.join(parent, name), { recursive: true, force: true });
+  const result = spawnSync(process.execPath, [tsc, '-p', project, '--outDir', next], { stdio: 'inherit', cwd: path.dirname(project) });
+  try {
+    if (result.status !== 0) throw new Error('the build failed (see above)');
+    then(next);
+  } catch (err) {
+    rmSync(next, { recursive: true, force: true });
+    throw err;
+  }
+  // A directory cannot be renamed over a non-empty one: move the old build aside, then the new one in.
+  if (existsSync(out)) renameSync(out, old);
+  renameSync(next, out);
+  rmSync(old, { recursive: true, force: true });
+}
+
+/**
  * Builds dist/ unless it is fresh (or becomes fresh while waiting for another builder). Returns false
  * when TypeScript is not installed (a production install without devDependencies), throws when tsc fails.
  */
@@ -123,26 +157,10 @@ export async function build({ force = false } = {}) {
     process.stderr.write('svc: building dist/ (npm run build) ...\n');
     // Read before compiling: a source saved during the build leaves the build stale, not stamped fresh.
     const sourcesAt = newestSource();
-    const next = `${dist}.next-${process.pid}`;
-    const old = `${dist}.old-${process.pid}`;
-    // Folders of a builder killed mid-build (the lock says no builder is at work now): 60 MB each.
-    for (const name of readdirSync(root)) if (/^dist\.(next|old)-\d+$/.test(name)) rmSync(path.join(root, name), { recursive: true, force: true });
-    const result = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--outDir', next], { stdio: 'inherit', cwd: root });
-    if (result.status !== 0) {
-      rmSync(next, { recursive: true, force: true });
-      throw new Error('the build failed (see above)');
-    }
-    try {
-      vendorScalar(next);
-    } catch (err) {
-      rmSync(next, { recursive: true, force: true });
-      throw err;
-    }
-    writeFileSync(path.join(next, stampName), String(sourcesAt));
-    // A directory cannot be renamed over a non-empty one: move the old build aside, then the new one in.
-    if (existsSync(dist)) renameSync(dist, old);
-    renameSync(next, dist);
-    rmSync(old, { recursive: true, force: true });
+    compileInto(tsc, path.join(root, 'tsconfig.build.json'), dist, vendorScalar);
+    compileInto(tsc, path.join(cliConnector, 'tsconfig.build.json'), path.join(cliConnector, 'dist'));
+    // Last: the stamp says both are complete.
+    writeFileSync(path.join(dist, stampName), String(sourcesAt));
     return true;
   });
 }

@@ -24,6 +24,7 @@ export async function buildExample(outDir = DEFAULT_OUT_DIR, apiBase = '/api'): 
     sourcemap: true,
     format: 'esm',
     platform: 'browser',
+    conditions: ['svc-source'], // @svc/client's TypeScript source, as in the rest of the workspace
     target: ['chrome111', 'firefox111', 'safari16.4'],
     logLevel: 'warning',
   });

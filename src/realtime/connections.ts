@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Socket } from 'socket.io';
+import type { BroadcastOperator, DefaultEventsMap, Socket } from 'socket.io';
 
 /** Why a socket was closed, as its client reads it in the `sessionEnded` event (CONTRACT error codes). */
 export type EndCode = 'unauthenticated' | 'invalid_work_session';
@@ -10,7 +10,7 @@ export type EndCode = 'unauthenticated' | 'invalid_work_session';
  * arrives after a disconnect that follows it: this is for notices that come before a disconnect, that
  * carry a credential, or that were stored already (recovered packets).
  */
-export const direct = (socket: Socket) => socket.nsp.local.to(socket.id);
+export const direct = (socket: Socket): BroadcastOperator<DefaultEventsMap, unknown> => socket.nsp.local.to(socket.id);
 
 /**
  * What re-checking a subject concluded: still valid (until `until`, epoch ms, when an end is known;

@@ -7,7 +7,6 @@
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import * as nodeModule from 'node:module';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
@@ -200,18 +199,12 @@ describe('npm start runs compiled JavaScript', () => {
     expect(wrong.stdout).toMatch(/wrong\.ts.*TS2322: Type 'string' is not assignable to type 'number'/);
   }, 240_000);
 
-  it('the same plugin run as CommonJS (no "type": "module"): the running svc where Node has registerHooks (22.15+), else a start-up error that says what to add', async () => {
-    const root = guideApp(undefined);
-    if ('registerHooks' in nodeModule) {
-      const run = await startHealthy(root, annAdmin);
-      await expectGuidePluginServed(run.port);
-      await stop(run);
-    } else {
-      const run = npmStart({ PORT: String(await freePort()), SVC_APP_PATH: root, SVC_DATA_DIR: tempDir('svc-data-'), ...annAdmin });
-      expect(await run.exited).not.toBe(0);
-      expect(run.output()).toContain(`Cannot find module '@svc/core'`);
-      expect(run.output()).toContain('add "type": "module"');
-    }
+  // The app's node_modules here is svc's own, where `@svc/core` is installed (the workspace links it, as
+  // an app's `npm install @svc/core` does): `require` finds the package, and it is the running build.
+  it('the same plugin run as CommonJS (no "type": "module"): the running svc', async () => {
+    const run = await startHealthy(guideApp(undefined), annAdmin);
+    await expectGuidePluginServed(run.port);
+    await stop(run);
   }, 120_000);
 
   it('dist/ missing its build stamp (or older than the sources): npm start builds first, clearing what a killed build left', async () => {

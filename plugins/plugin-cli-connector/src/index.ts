@@ -17,7 +17,7 @@
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import type { AppEnv, PluginInstance } from '../../../src/index.ts';
+import type { AppEnv, PluginInstance } from '@svc/core';
 import { getScript, scriptNames, type Script } from './registry.ts';
 import { ExecutionError, Jobs, MAX_INPUT_BYTES, Runner, SIGNALS, Slots, type AllowedSignal } from './runner.ts';
 import { checkLimits, LIMIT_KEYS, type ResourceLimits } from './limits.ts';

@@ -19,7 +19,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg, cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { baseEnv, currentRss, freePort, npmStartFlags, peakRss, PROJECT_DIR, sleep, startChild, startRedisServer, waitHealthy, type Child } from './lib/procs.ts';
+import { baseEnv, currentRss, freePort, npmStartFlags, peakRss, PROJECT_DIR, sleep, startChild, startRedisServer, waitHealthy, writeDotEnv, type Child } from './lib/procs.ts';
 import { percentiles, round } from './lib/stats.ts';
 
 const arg = (name: string, fallback: number) => {
@@ -90,12 +90,13 @@ async function main(): Promise<void> {
   const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-bench-fanout-'));
   writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false } } }));
   writeEmitPlugin(appRoot);
+  writeDotEnv(appRoot, { CACHE_URL: redisUrl });
   const port = await freePort();
   const svc = startChild({
     name: 'svc',
     argv: ['node-js', ...npmStartFlags(), 'bin/start.js'],
     cwd: PROJECT_DIR,
-    env: { ...baseEnv(), HOST: '127.0.0.1', PORT: String(port), CACHE_URL: redisUrl, LOG_LEVEL: 'warn', SVC_APP_PATH: appRoot, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-bench-data-')) },
+    env: { ...baseEnv(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SVC_APP_PATH: appRoot, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-bench-data-')) },
   });
   const url = `http://127.0.0.1:${port}`;
   const workers: Child[] = [];

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { baseEnv, currentRss, freePort, npmStartFlags, peakRss, PROJECT_DIR, startChild, startRedisServer, waitHealthy } from './lib/procs.ts';
+import { baseEnv, currentRss, freePort, npmStartFlags, peakRss, PROJECT_DIR, startChild, startRedisServer, waitHealthy, writeDotEnv } from './lib/procs.ts';
 import { commandDelta, parseCommandStats } from './lib/stats.ts';
 
 const args = process.argv.slice(2);
@@ -32,13 +32,14 @@ const redisUrl = `redis://127.0.0.1:${redisPort}`;
 const appRoot = mkdtempSync(path.join(tmpdir(), 'svc-bench-memory-'));
 const session = { localCache: true, localCacheSize: SESSIONS, localCacheMaxAge: 3600, ttl: TTL };
 writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false }, session } }));
+writeDotEnv(appRoot, { CACHE_URL: redisUrl });
 const port = await freePort();
 const svc = startChild({
   name: 'svc',
   // 'node-js': plain node (startChild's 'node' loads tsx, which the heap report needs and `npm start` has not).
   argv: [live ? 'node' : 'node-js', ...npmStartFlags(), ...(process.env.SVC_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...(live ? ['--expose-gc', '--import', HEAP_REPORT] : []), 'bin/start.js'],
   cwd: PROJECT_DIR,
-  env: { ...baseEnv(), HOST: '127.0.0.1', PORT: String(port), CACHE_URL: redisUrl, LOG_LEVEL: 'warn', SVC_APP_PATH: appRoot, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-bench-data-')) },
+  env: { ...baseEnv(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SVC_APP_PATH: appRoot, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-bench-data-')) },
 });
 const url = `http://127.0.0.1:${port}`;
 try {

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
-import { baseEnv, freePort, npmStartFlags, startChild, waitHealthy, type Child } from './lib/procs.ts';
+import { baseEnv, freePort, npmStartFlags, startChild, waitHealthy, writeDotEnv, type Child } from './lib/procs.ts';
 
 export interface StackContext {
   redisUrl: string;
@@ -155,6 +155,7 @@ function svcStack(
       // trustProxy: the login storm speaks for many clients through X-Forwarded-For (per-IP login limits).
       writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false }, ...auth }, server: { trustProxy: 1 } }));
       if (route.plugin) writeBenchPlugin(appRoot, dirOf(ctx));
+      writeDotEnv(appRoot, { CACHE_URL: ctx.redisUrl, SVC_ADMIN_PASSWORD: svcAdmin.password });
       const port = await freePort();
       const child = startChild({
         name: id,
@@ -165,12 +166,10 @@ function svcStack(
           ...baseEnv(),
           HOST: '127.0.0.1',
           PORT: String(port),
-          CACHE_URL: ctx.redisUrl,
           LOG_LEVEL: 'warn',
           SVC_APP_PATH: appRoot,
           SVC_DATA_DIR: dataDir,
           SVC_ADMIN_EMAIL: svcAdmin.email,
-          SVC_ADMIN_PASSWORD: svcAdmin.password,
           ...ctx.svcEnv,
         },
       });

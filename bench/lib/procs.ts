@@ -2,7 +2,8 @@
 // exits or is interrupted. Each Node child also preloads die-with-parent.mjs, and redis-server runs
 // under guard.ts, so nothing outlives a bench that was SIGKILLed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const PROJECT_DIR = fileURLToPath(new URL('../../', import.meta.url));
@@ -35,6 +36,17 @@ function hookExit() {
 }
 
 /** A minimal environment: nothing of the caller's (no MONGODB_URL, no CACHE_URL) leaks in. */
+/**
+ * Secrets for svc (store URL, admin password) as production should hand them over: in the app root's
+ * `.env` (mode 600), which svc reads itself. In svc's process environment they would make it start a
+ * second process without them (src/secret-env.ts), and the pid the bench measures (RSS, CPU) would be
+ * that first process, not the service.
+ */
+export function writeDotEnv(appRoot: string, vars: Record<string, string>): void {
+  const lines = Object.entries(vars).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+  writeFileSync(path.join(appRoot, '.env'), `${lines.join('\n')}\n`, { mode: 0o600 });
+}
+
 export function baseEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG']) {

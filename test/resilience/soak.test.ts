@@ -24,13 +24,15 @@
 // +5.4% (under 10%) but 843 bytes per request: failed; RSS meanwhile fell 8.5%.
 
 import { createHash, randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { describeTally, hit, jsonInit, procAvailable, runWorkers, sampleRss, show, sleep, type Hit } from '../support/load.ts';
 import { startPrivateMongoServer, type MongoTestServer } from '../support/mongo.ts';
 import { redisServerAvailable, startPrivateRedis } from '../support/private-redis.ts';
-import { freePort, startReadySvc, stopAll } from '../support/spawn.ts';
+import { freePort, startReadySvc, stopAll, tempDir } from '../support/spawn.ts';
 
 const CI = process.env.CI === 'true';
 const ADMIN = { email: 'soak-admin@example.test', password: 'soak-admin-password' };
@@ -86,16 +88,20 @@ describe.skipIf((!redisServerAvailable || !procAvailable) && !CI)('soak', () => 
       expect(mongo, 'mongo-java-server did not start').toBeTruthy();
       cleanups.push(() => mongo!.stop());
     } else loud('soak: no mongo-java-server, running on the embedded database');
+    // The store and database URLs and the admin password in the app root's .env, as production should
+    // hand them over: in svc's environment they would make it start a worker without them
+    // (src/secret-env.ts), and the pid sampled below would be that first process, not the service.
+    const appRoot = tempDir('svc-soak-app-');
+    const dotEnv = { CACHE_URL: redis.url, ...(mongo ? { MONGODB_URL: mongo.url } : {}), SVC_ADMIN_PASSWORD: ADMIN.password };
+    writeFileSync(path.join(appRoot, '.env'), Object.entries(dotEnv).map(([k, v]) => `${k}=${JSON.stringify(v)}\n`).join(''), { mode: 0o600 });
     const svc = await startReadySvc({
+      appRoot,
       env: {
-        CACHE_URL: redis.url,
-        ...(mongo ? { MONGODB_URL: mongo.url } : {}),
         LOG_LEVEL: 'warn',
         // tsx first: Node runs NODE_OPTIONS' imports before the command line's. --expose-gc: for the
         // forced collections of heap-report.ts (test only).
         NODE_OPTIONS: `--expose-gc --import tsx --import ${HEAP_REPORT}`,
         SVC_ADMIN_EMAIL: ADMIN.email,
-        SVC_ADMIN_PASSWORD: ADMIN.password,
       },
     });
     cleanups.push(() => svc.stop('SIGKILL'));

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // `npm run release:check`: what a user of the published packages gets, tried before a release. Packs
-// @svc/core, @svc/client and @svc/plugin-cli-connector (`npm pack`, each built by its prepack), installs
+// @svc/core, @svc/client, @svc/plugin-cli-connector and create-svc (`npm pack`, each built by its prepack), installs
 // the tarballs into a new app in a temporary folder outside this checkout (dependencies from the
 // registry, as `npm install @svc/core` would), then:
 //   1. type-checks the plugin guide's plugin (docs/plugins.md) and a page using @svc/client against the
 //      installed types, with no path mapping, and checks that a type error there does fail;
 //   2. starts the app with `svc start` (its bin) and an admin from the environment, logs in, calls that plugin,
 //      the bundled todo plugin and the CLI connector, loads /docs and its vendored script;
-//   3. runs `npx svc doctor` and `npx svc user create`, stops the service with SIGTERM (exit 0).
+//   3. runs `npx svc doctor` and `npx svc user create`, stops the service with SIGTERM (exit 0);
+//   4. scaffolds an app with create-svc on the packed @svc/core, installs it and runs its own `npm test`.
 // Each step prints one line; the first failure stops the check with exit code 1 and what it saw.
 // RELEASE_CHECK_KEEP=1 keeps the temporary folder for a look.
 
@@ -19,7 +20,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const PACKAGES = ['.', 'packages/client', 'plugins/plugin-cli-connector'];
+const PACKAGES = ['.', 'packages/client', 'plugins/plugin-cli-connector', 'packages/create-svc'];
 const ADMIN = { email: 'release@example.com', password: 'a long release password' };
 const started = Date.now();
 
@@ -181,4 +182,13 @@ service = undefined;
 const created = run('npx', ['svc', 'user', 'create', '--email', 'cli@example.com'], app, { env, input: 'a long cli password\n' });
 if (!created.includes('created user cli@example.com')) fail('npx svc user create said something else', created);
 step('SIGTERM: exit 0; npx svc user create made a user');
+
+// 4. The scaffold, as `npm create svc@latest my-app` runs it, on the packed @svc/core: its own npm test
+//    type-checks svc.config.ts and its plugin against the installed types (no path mapping) and starts it.
+const scaffold = path.join(work, 'my-app');
+run('npm', ['exec', '--yes', '--package', tarballs['create-svc'], '--', 'create-svc', scaffold, '--core', tarballs['@svc/core']], work);
+if (/"paths"/.test(readFileSync(path.join(scaffold, 'tsconfig.json'), 'utf8'))) fail("the scaffold's tsconfig.json maps paths: its types must come from the installed package");
+run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], scaffold);
+run('npm', ['test'], scaffold);
+step('npm create svc: the scaffolded app installs and passes its own npm test (tsc with no path mapping, start, its plugin)');
 step(`passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);

@@ -14,3 +14,4 @@ export type { AuthenticateOptions, PermissionResolver } from './auth/index.ts';
 export type { OAuthLoginContext, OAuthLoginHandler, ProviderTokenBlob } from './auth/oauth/flow.ts';
 export type { Asset, AssetResolver } from './auth/assets.ts';
 export type { RealtimeServer, RealtimeSocket, SocketData } from './realtime/index.ts';
+export { defineConfig, type AppConfig } from './config/define.ts';

@@ -18,7 +18,7 @@ async function startSvc(cacheUrl: string): Promise<{ child: Child; url: string; 
   const port = await freePort();
   const child = startChild({
     name: 'svc',
-    argv: ['node', '--import', 'tsx', 'src/server.ts'],
+    argv: ['node', 'src/server.ts'],
     cwd: PROJECT_DIR,
     env: { ...baseEnv(), HOST: '127.0.0.1', PORT: String(port), CACHE_URL: cacheUrl, LOG_LEVEL: 'warn', SVC_APP_PATH: appRoot, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-bench-data-')), SVC_ADMIN_EMAIL: admin.email, SVC_ADMIN_PASSWORD: admin.password },
   });

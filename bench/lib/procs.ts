@@ -95,7 +95,7 @@ export function startChild(opts: StartOptions): Child {
   const [program, ...args] = opts.argv;
   if (!program) throw new Error('startChild: empty argv');
   const command = program === 'node' || program === 'node-js' ? process.execPath : program;
-  const fullArgs = program === 'node' ? ['--import', 'tsx', '--import', DIE_WITH_PARENT, ...args] : program === 'node-js' ? ['--import', DIE_WITH_PARENT, ...args] : args;
+  const fullArgs = program === 'node' ? ['--conditions=svc-source', '--import', 'tsx', '--import', DIE_WITH_PARENT, ...args] : program === 'node-js' ? ['--import', DIE_WITH_PARENT, ...args] : args;
   // taskset execs the program: the pid is the program's own.
   const [file, argv] = opts.cpus ? ['taskset', ['-c', opts.cpus, command, ...fullArgs]] : [command, fullArgs];
   const child = spawn(file, argv, { cwd: opts.cwd ?? PROJECT_DIR, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -779,7 +779,7 @@ describe('the service process (a real svc, started as `npm start` does)', () => 
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const env = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', PORT: String(port), SVC_APP_PATH: appRoot, SVC_DATA_DIR: tempDir('svc-data-'), LOG_LEVEL: 'warn', SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password };
-    const started = spawn(NODE, ['--import', 'tsx', path.join(PROJECT_DIR, 'src/server.ts')], { cwd: PROJECT_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = spawn(NODE, ['--conditions=svc-source', '--import', 'tsx', path.join(PROJECT_DIR, 'src/server.ts')], { cwd: PROJECT_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     started.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     started.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));

@@ -177,7 +177,9 @@ async function startOnce(opts: SpawnOptions): Promise<SvcProcess> {
     else env[name] = value;
   }
 
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', DIE_WITH_PARENT, SERVER], {
+  // svc's TypeScript sources, the workspace packages' too (the CLI connector's `exports` name them under
+  // svc-source; without it Node takes their dist/, which only a build makes).
+  const child = spawn(process.execPath, ['--conditions=svc-source', '--import', 'tsx', '--import', DIE_WITH_PARENT, SERVER], {
     cwd: PROJECT_DIR,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -11,8 +11,8 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Secret, TOTP } from 'otpauth';
 import ts from 'typescript';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createClient, routes, SvcError, type RouteName, type SvcClient } from '../../packages/client/src/index.ts';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, inject, it } from 'vitest';
+import { createClient, routes, SvcError, type RouteName, type SessionWithUser, type SvcClient } from '../../packages/client/src/index.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { startSmtp, tokenFrom, type TestSmtp } from '../support/smtp.ts';
 import { PROJECT_DIR } from '../support/spawn.ts';
@@ -268,6 +268,10 @@ describe('@svc/client against the running app: each answer fits the client type'
     expect(await fits('login', other.login({ email: user.email, password: user.password }))).toEqual({ mfaRequired: true });
     await fits('loginTotp', other.loginTotp({ recoveryCode: recoveryCodes[0]! }));
     expect((await other.sessions()).items).toHaveLength(2);
+    // `{user: true}` types the user as there (no `?.` in the caller), and it is.
+    const withUser = await other.currentSession({ user: true });
+    expectTypeOf(withUser).toEqualTypeOf<SessionWithUser | null>();
+    expect(withUser!.user.email).toBe(user.email);
     const otherId = (await other.sessions()).items.find((i) => !i.current)!.id;
     await fits('endSession', other.endSession(otherId));
     expect(await svc.currentSession()).toBeNull();

@@ -628,7 +628,7 @@ async function accountPage(): Promise<void> {
   const status = document.getElementById('status')!.textContent;
   page(
     'Your account',
-    h('p', { id: 'who' }, `Signed in as ${session.user?.email ?? session.userId}`),
+    h('p', { id: 'who' }, `Signed in as ${session.user.email}`),
     h(
       'div',
       { class: 'actions' },

@@ -14,7 +14,7 @@
  */
 
 import { startAuthentication, startRegistration } from '@simplewebauthn/browser';
-import { routes, type Bodies, type LoggedIn, type LoginResult, type Responses, type RouteName, type Session } from './routes.ts';
+import { routes, type Bodies, type LoggedIn, type LoginResult, type Responses, type RouteName, type Session, type SessionWithUser } from './routes.ts';
 
 export * from './routes.ts';
 
@@ -108,6 +108,25 @@ export function createClient(options: ClientOptions = {}) {
     return call('addPasskey', { body: { response, ...(name ? { name } : {}) } });
   }
 
+  /** The current session; `{user: true}` adds the user (typed as there). 401 `unauthenticated` without one. */
+  function session(opts: { user: true }): Promise<SessionWithUser>;
+  function session(opts?: { user?: boolean }): Promise<Session>;
+  function session(opts: { user?: boolean } = {}): Promise<Session> {
+    return call('session', { query: { expand: opts.user ? 'user' : undefined } });
+  }
+
+  /** The session, or null when nobody is signed in (other errors are thrown); `{user: true}` as `session`. */
+  function currentSession(opts: { user: true }): Promise<SessionWithUser | null>;
+  function currentSession(opts?: { user?: boolean }): Promise<Session | null>;
+  async function currentSession(opts: { user?: boolean } = {}): Promise<Session | null> {
+    try {
+      return await session(opts);
+    } catch (e) {
+      if (e instanceof SvcError && e.status === 401) return null;
+      throw e;
+    }
+  }
+
   /** A passkey assertion for the options of `POST /auth/login/passkey/options` (login and step-up). */
   async function passkeyAssertion() {
     const optionsJSON = await call('passkeyLoginOptions', { body: {} });
@@ -125,17 +144,8 @@ export function createClient(options: ClientOptions = {}) {
     login: (body: Bodies['login']) => call('login', { body }),
     logout: () => call('logout'),
     logoutAll: () => call('logoutAll'),
-    /** The current session; `{user: true}` adds the user. 401 `unauthenticated` without one. */
-    session: (opts: { user?: boolean } = {}) => call('session', { query: { expand: opts.user ? 'user' : undefined } }),
-    /** The session, or null when nobody is signed in (other errors are thrown). */
-    async currentSession(opts: { user?: boolean } = {}): Promise<Session | null> {
-      try {
-        return await call('session', { query: { expand: opts.user ? 'user' : undefined } });
-      } catch (e) {
-        if (e instanceof SvcError && e.status === 401) return null;
-        throw e;
-      }
-    },
+    session,
+    currentSession,
 
     // 10. Account self-service
     sessions: () => call('sessions'),

@@ -112,6 +112,8 @@ export interface Session {
   totp: boolean;
   user?: User;
 }
+/** `session({user: true})`, `currentSession({user: true})`: the user is there. */
+export type SessionWithUser = Session & { user: User };
 export interface OwnSession {
   id: string;
   createdAt: string;

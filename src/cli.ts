@@ -5,14 +5,19 @@ import { hasCharacters, MIN_PASSWORD_LENGTH } from './auth/passwords.ts';
 import { UserService } from './auth/users.ts';
 import { loadConfig, loadDotEnv } from './config/load.ts';
 import { openDatabase } from './db/index.ts';
+import { DataVersionError, migrate, MIGRATIONS } from './db/migrations.ts';
 import { emailSchema } from './http/schemas.ts';
 import { doctor } from './doctor.ts';
+import { SVC_VERSION } from './version.ts';
 import { createLogger } from './logger.ts';
 
 const USAGE = `Usage:
   svc doctor [--with <other app root>]
       Checks the app (SVC_APP_PATH, else the working directory) and its environment against the
       0.1.x -> 0.2.x migration steps and production needs; exit code 1 when a check fails.
+  svc migrate
+      Brings the database (MONGODB_URL, else the embedded one) to this svc's data version, as a start
+      would: a deploy step before new instances start. Refuses data newer than this svc.
   svc user create --email <email> [--admin] [--firstname <name>] [--lastname <name>]
       The password is read from standard input (piped), or asked for at a prompt.
       It is never taken as an argument: arguments end up in shell history and process lists.`;
@@ -100,6 +105,25 @@ async function runDoctor(args: string[]): Promise<number> {
   return doctor(values.with);
 }
 
+/** `svc migrate`: the pending data migrations, run and listed; exit 1 for data newer than this svc. */
+async function runMigrate(args: string[]): Promise<number> {
+  parseArgs({ args, options: {}, strict: true });
+  const { config } = await loadConfig(process.env, { sendsMail: false });
+  const db = await openDatabase(config, createLogger('warn'));
+  try {
+    const ran = await migrate(db, createLogger('warn'));
+    for (const m of ran) process.stdout.write(`migrated to data version ${m.version}: ${m.name}\n`);
+    process.stdout.write(`data version ${MIGRATIONS.at(-1)!.version} (svc ${SVC_VERSION})${ran.length ? '' : ': nothing to do'}\n`);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof DataVersionError)) throw err;
+    process.stderr.write(`svc migrate: ${err.message}\n`);
+    return 1;
+  } finally {
+    await db.close();
+  }
+}
+
 /** `svc <command>`: returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [group, command, ...rest] = argv;
@@ -107,6 +131,7 @@ export async function main(argv: string[]): Promise<number> {
     loadDotEnv(); // the same environment as the service's
     if (group === 'user' && command === 'create') return await createUser(rest);
     if (group === 'doctor') return await runDoctor(argv.slice(1));
+    if (group === 'migrate') return await runMigrate(argv.slice(1));
     process.stderr.write(`${USAGE}\n`);
     return group === undefined || group === '--help' ? 0 : 2;
   } catch (err) {

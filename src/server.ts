@@ -8,6 +8,7 @@ import { ensureAdmin } from './auth/bootstrap.ts';
 import { Auth } from './auth/index.ts';
 import { ConfigError, loadConfig, loadDotEnv, type Config } from './config/load.ts';
 import { openDatabase, type Database } from './db/index.ts';
+import { migrate } from './db/migrations.ts';
 import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -93,6 +94,12 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     db = await openDatabase(config, log);
   } catch (err) {
     await stores.close();
+    throw err;
+  }
+  try {
+    await migrate(db, log); // before anything reads the data: it is in the shape this svc expects
+  } catch (err) {
+    await Promise.allSettled([stores.close(), db.close()]);
     throw err;
   }
   let instance: ServerInstance;

@@ -96,7 +96,12 @@ function tighten(dir: string): void {
  */
 export class EmbeddedDatabase implements Database {
   readonly kind = 'embedded';
-  private readonly stores = new Map<string, Datastore<Doc>>();
+  /**
+   * One datastore per collection, as the promise of its load: two callers that open a collection at the
+   * same moment (instances' start-up work, parallel requests) must get the same store, not one each
+   * (the second would write into a store nobody reads).
+   */
+  private readonly stores = new Map<string, Promise<Datastore<Doc>>>();
   private readonly lockFile?: string;
 
   constructor(private readonly dir: string | null) {
@@ -120,13 +125,17 @@ export class EmbeddedDatabase implements Database {
   }
 
   async collection<T extends Doc>(name: string, indexes: UniqueIndex[] = []): Promise<Collection<T>> {
-    let ds = this.stores.get(name) as Datastore<T> | undefined;
-    if (!ds) {
-      ds = new Datastore<T>(this.dir ? { filename: path.join(this.dir, `${name}.db`), modes } : { inMemoryOnly: true });
-      await ds.loadDatabaseAsync();
-      if (this.dir) ds.setAutocompactionInterval(10 * 60 * 1000);
-      this.stores.set(name, ds as Datastore<Doc>);
+    let loading = this.stores.get(name);
+    if (!loading) {
+      const store = new Datastore<Doc>(this.dir ? { filename: path.join(this.dir, `${name}.db`), modes } : { inMemoryOnly: true });
+      loading = store.loadDatabaseAsync().then(() => {
+        if (this.dir) store.setAutocompactionInterval(10 * 60 * 1000);
+        return store;
+      });
+      loading.catch(() => this.stores.delete(name)); // a failed load is tried again by the next caller
+      this.stores.set(name, loading);
     }
+    const ds = (await loading) as unknown as Datastore<T>;
     for (const index of indexes) {
       try {
         await ds.ensureIndexAsync({ fieldName: index.fields.length === 1 ? index.fields[0]! : index.fields, unique: true });
@@ -140,7 +149,9 @@ export class EmbeddedDatabase implements Database {
   async ping() {}
 
   async close() {
-    for (const ds of this.stores.values()) {
+    for (const loading of this.stores.values()) {
+      const ds = await loading.catch(() => null);
+      if (!ds) continue;
       ds.stopAutocompaction();
       await ds.compactDatafileAsync().catch(() => {});
     }

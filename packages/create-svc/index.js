@@ -48,6 +48,8 @@ const files = {
 
 // svc's settings for this app (docs: configuration.md in @svc/core). Start-up stops on an unknown key.
 export default defineConfig({
+  // The name your users see: the TOTP issuer, the passkey's relying party, every mail's subject.
+  app: { name: ${JSON.stringify(name)} },
   // Plugins installed as npm packages, by name (e.g. '@svc/plugin-cli-connector' after npm install):
   // this app's own are its plugins/ folders, found without a list.
   plugins: [],

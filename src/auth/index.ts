@@ -98,7 +98,7 @@ export class Auth {
     this.accounts = parts.accounts;
     this.oauth = new OAuthFlow(config, parts.stores, parts.providers, parts.accounts, this, parts.logger);
     this.onSessionEnd((sid) => this.oauth.deleteBlobsOfSession(sid));
-    this.totp = new TotpService(users, parts.providers.secrets);
+    this.totp = new TotpService(users, parts.providers.secrets, config.app.name ?? 'svc');
     this.flowCookies = new FlowCookies(config);
     this.mfa = new PendingMfaLogins(parts.stores.forRole('sessions'), config, this.flowCookies);
     this.codeLimit = new CodeLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);

@@ -66,7 +66,7 @@ const refused = (why: string) => new AppError(401, 'invalid_passkey', `The passk
 export function relyingParty(config: Config): { rpID: string; rpName: string; origins: string[] } {
   const own = config.env.serverBaseUrl ?? config.env.ownOrigins[0] ?? `http://localhost:${config.env.port}`;
   const origins = config.auth.passkeys.origins ?? [...new Set([...config.env.frontendUrls, ...config.env.ownOrigins, new URL(own).origin])];
-  return { rpID: config.auth.passkeys.rpId ?? new URL(own).hostname, rpName: config.auth.passkeys.rpName, origins };
+  return { rpID: config.auth.passkeys.rpId ?? new URL(own).hostname, rpName: config.auth.passkeys.rpName ?? config.app.name ?? 'svc', origins };
 }
 
 export class PasskeyService {

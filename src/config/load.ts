@@ -404,10 +404,10 @@ export async function loadConfig(
   if (!parsed.success) {
     throw new ConfigError(`${where} is not valid:\n  ${describeIssues(parsed.issues, configSchema).join('\n  ')}`);
   }
-  const { auth } = parsed.output;
+  const { auth, app } = parsed.output;
   // Links in mails go to the frontend, whose page POSTs the token (CONTRACT 12).
-  const linkBaseUrl = (auth.email.linkBaseUrl ?? env.frontendUrls[0] ?? env.callbackBaseUrl).replace(/\/+$/, '');
-  if (env.smtpUrl && auth.email.linkBaseUrl === undefined && env.frontendUrls.length === 0) {
+  const linkBaseUrl = (auth.email.linkBaseUrl ?? app.url ?? env.frontendUrls[0] ?? env.callbackBaseUrl).replace(/\/+$/, '');
+  if (env.smtpUrl && auth.email.linkBaseUrl === undefined && app.url === undefined && env.frontendUrls.length === 0) {
     // svc has no pages at these paths: unless a frontend served from its origin has them, every link is a 404.
     warnings.push(
       `links in mails go to svc's own address (${linkBaseUrl}${auth.email.paths.reset}?token=...): unless a frontend served from that origin has these pages, set SVC_FRONTEND_URLS (or auth.email.linkBaseUrl) to the frontend whose pages POST the tokens`,

@@ -25,6 +25,18 @@ const redisDb = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(15));
  * unknown key stops start-up with a message that names it.
  */
 export const configSchema = v.strictObject({
+  /**
+   * The app's own name and address (issue 53): `name` is the TOTP issuer and the passkey relying party's
+   * name users see in their apps (default `svc`), and leads every mail's subject and text when set;
+   * `url`, the frontend's address, is where mailed links go unless `auth.email.linkBaseUrl` says otherwise.
+   */
+  app: v.optional(
+    v.strictObject({
+      name: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(64), v.regex(/^[^\r\n<>]*$/, 'must be one line without < or >'))),
+      url: v.optional(v.pipe(v.string(), v.url(), v.regex(/^https?:\/\//, 'must be an http(s) URL'))),
+    }),
+    {},
+  ),
   auth: v.optional(
     v.strictObject({
       session: v.optional(
@@ -73,7 +85,8 @@ export const configSchema = v.strictObject({
       passkeys: v.optional(
         v.strictObject({
           rpId: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9.-]+$/i, 'must be a host name'))),
-          rpName: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64)), 'svc'),
+          /** Unset: `app.name`, else `svc`. */
+          rpName: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64))),
           origins: v.optional(v.array(v.pipe(v.string(), v.url()))),
         }),
         {},

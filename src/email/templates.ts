@@ -17,6 +17,8 @@ export type MailKind = (typeof MAIL_KINDS)[number];
  */
 export interface MailVars {
   email: string;
+  /** `app.name` (every kind; empty when unset). */
+  appName?: string;
   link?: string;
   validFor?: string;
   waysIn?: string;
@@ -64,14 +66,20 @@ const TEXTS: Record<MailKind, [string[], string | null, string[]]> = {
   totpDisabled: [['Two-factor authentication was turned off for the account {{email}}.', ALARM], null, []],
 };
 
-function defaultText(kind: MailKind): string {
+/** With `app.name` set, every default mail opens with it (who writes: the app the user knows, not svc). */
+const named = (kind: MailKind, appName: string | undefined): [string[], string | null, string[]] => {
   const [before, label, after] = TEXTS[kind];
+  return [appName ? ['{{appName}}', ...before] : before, label, after];
+};
+
+function defaultText(kind: MailKind, appName?: string): string {
+  const [before, label, after] = named(kind, appName);
   return [...before, ...(label ? [`${label}: {{link}}`] : []), ...after].join('\n\n') + '\n';
 }
 
 /** Inline styles only, no images, fonts or stylesheets from elsewhere: it renders the same offline and in clients that block remote content. */
-function defaultHtml(kind: MailKind): string {
-  const [before, label, after] = TEXTS[kind];
+function defaultHtml(kind: MailKind, appName?: string): string {
+  const [before, label, after] = named(kind, appName);
   const p = (text: string) => `<p style="margin:0 0 16px">${text}</p>`;
   const button = label
     ? `<p style="margin:0 0 16px"><a href="{{link}}" style="display:inline-block;padding:10px 18px;background:#1f4fd1;color:#ffffff;text-decoration:none;border-radius:4px">${label}</a></p>` +
@@ -99,7 +107,10 @@ export interface RenderedMail {
 export class MailTemplates {
   private readonly templates = new Map<MailKind, { subject: string; text: string; html: string }>();
 
+  private readonly appName: string | undefined;
+
   constructor(config: Config) {
+    this.appName = config.app.name;
     const dir = path.join(config.env.appRoot, 'emails');
     for (const kind of MAIL_KINDS) {
       const read = (ext: 'txt' | 'html', fallback: string) => {
@@ -107,20 +118,22 @@ export class MailTemplates {
         if (!existsSync(file)) return fallback;
         const text = readFileSync(file, 'utf8');
         for (const [, name] of text.matchAll(/\{\{\s*(\w+)\s*\}\}/g)) {
-          if (!VARIABLES[kind].includes(name as keyof MailVars)) {
-            throw new Error(`emails/${kind}.${ext}: unknown variable {{${name}}} (this mail has ${VARIABLES[kind].map((v) => `{{${v}}}`).join(', ')})`);
+          if (name !== 'appName' && !VARIABLES[kind].includes(name as keyof MailVars)) {
+            throw new Error(`emails/${kind}.${ext}: unknown variable {{${name}}} (this mail has ${[...VARIABLES[kind], 'appName'].map((v) => `{{${v}}}`).join(', ')})`);
           }
         }
         return text;
       };
-      this.templates.set(kind, { subject: config.auth.email.subjects[kind] ?? SUBJECTS[kind], text: read('txt', defaultText(kind)), html: read('html', defaultHtml(kind)) });
+      const subject = config.auth.email.subjects[kind] ?? (this.appName ? `${this.appName}: ${SUBJECTS[kind]}` : SUBJECTS[kind]);
+      this.templates.set(kind, { subject, text: read('txt', defaultText(kind, this.appName)), html: read('html', defaultHtml(kind, this.appName)) });
     }
   }
 
   /** The mail of `kind` with `vars` filled in: as they are in the text part, HTML-escaped in the HTML part. */
   render(kind: MailKind, vars: MailVars): RenderedMail {
     const t = this.templates.get(kind)!;
-    const fill = (template: string, escape: (s: string) => string) => template.replace(/\{\{\s*(\w+)\s*\}\}/g, (_, name: keyof MailVars) => escape(vars[name] ?? ''));
+    const all: MailVars = { appName: this.appName ?? '', ...vars };
+    const fill = (template: string, escape: (s: string) => string) => template.replace(/\{\{\s*(\w+)\s*\}\}/g, (_, name: keyof MailVars) => escape(all[name] ?? ''));
     return { subject: t.subject, text: fill(t.text, (s) => s), html: fill(t.html, escapeHtml) };
   }
 }

@@ -589,6 +589,31 @@ describe('templates, notices and the transport', () => {
     expect(changed!.text).toContain('The account has no other way in.');
   });
 
+  it("app.name and app.url: the mails' subject and first line, their links, the TOTP issuer and the passkey RP name", async () => {
+    const named = await app({ config: { app: { name: 'Acme Notes', url: 'https://notes.example' }, server: { trustProxy: 1 } } });
+    const user = await named.createUser();
+    await post(browser(named), '/auth/password/forgot', { email: user.email });
+    const [mail] = await smtp.waitFor(user.email);
+    expect(mail!.subject).toBe('Acme Notes: Reset your password');
+    expect(mail!.text.split('\n')[0]).toBe('Acme Notes');
+    expect(mail!.html).toContain('>Acme Notes</p>');
+    expect(tokenFrom(mail!, '/reset-password')).toBeTruthy();
+    expect(mail!.text).toContain('https://notes.example/reset-password?token=');
+    const me = browser(named);
+    await me.login(user.email, user.password);
+    const { otpauthUri } = (await (await post(me, '/auth/totp/enroll', {})).json()) as { otpauthUri: string };
+    expect(new URL(otpauthUri).searchParams.get('issuer')).toBe('Acme Notes');
+    const options = (await (await post(me, '/auth/passkeys/options', {})).json()) as { rp: { name: string } };
+    expect(options.rp.name).toBe('Acme Notes');
+    // Unset, nothing changes: svc's own name where one is needed, and the subjects as CONTRACT 12 has them.
+    const unnamed = await app();
+    const plain = await unnamed.createUser();
+    const other = browser(unnamed);
+    await other.login(plain.email, plain.password);
+    const enrolled = (await (await post(other, '/auth/totp/enroll', {})).json()) as { otpauthUri: string };
+    expect(new URL(enrolled.otpauthUri).searchParams.get('issuer')).toBe('svc');
+  });
+
   it('STARTTLS when the server offers it; a relay on loopback with a self-signed certificate (a local Postfix) is used as it is', async () => {
     const tls = await startSmtp({ starttls: true });
     try {

@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { MongoClient } from 'mongodb';
 import { loadConfig, MIN_SECRET_KEY_LENGTH, readConfigFile, type Config } from './config/load.ts';
-import { appPluginsDir } from './plugins/loader.ts';
+import { appPluginsDir, bundledPluginKeys } from './plugins/loader.ts';
 import { checkedSeeds } from './plugins/seeds.ts';
 import { Mailer } from './email/transport.ts';
 import { createLogger } from './logger.ts';
@@ -155,6 +155,17 @@ async function configChecks(config: Config, raw: unknown, env: NodeJS.ProcessEnv
     const otherConfig = (await loadConfig({ ...env, SVC_APP_PATH: other, SVC_AUTH_COOKIE_NAME: '' })).config;
     const clash = otherConfig.auth.cookie.name === cookie;
     add('cookie names distinct', clash ? 'fail' : 'ok', `this app "${cookie}", ${other}: "${otherConfig.auth.cookie.name}"`, 'give the two apps different auth.cookie.name values, or their sessions overwrite each other');
+  }
+  if (production) {
+    const bundled = bundledPluginKeys();
+    const listed = bundled.filter((key) => config.plugins.includes(key));
+    add(
+      'demo plugins',
+      'ok',
+      listed.length
+        ? `bundled plugins loaded because "plugins" lists them: ${listed.join(', ')}`
+        : `the bundled demo plugins are off in production: ${bundled.join(', ')} (list one in "plugins" of the app config to load it)`,
+    );
   }
   const requireAuth = config.global.requireAuthentication;
   add('requireAuthentication', requireAuth ? 'ok' : 'warn', `global.requireAuthentication is ${requireAuth}`, 'keep global.requireAuthentication: true unless anonymous access is intended');

@@ -11,6 +11,8 @@ import { parseRedisUrl } from '../store/redis-url.ts';
 
 /** Everything svc reads from the environment (CONTRACT section 1 and SPEC.md's table), parsed once. */
 export interface EnvConfig {
+  /** `NODE_ENV=production`: what is for development only (the demo plugins) stays off unless asked for. */
+  production: boolean;
   port: number;
   host: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -247,6 +249,7 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   return {
     warnings,
     env: {
+      production: env.NODE_ENV === 'production',
       port,
       host,
       logLevel: logLevel as EnvConfig['logLevel'],

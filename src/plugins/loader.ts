@@ -156,6 +156,32 @@ function packagePlugin(name: string, appRoot: string): Candidate {
   };
 }
 
+/** The keys of the bundled plugins (`svc__todo`, `svc__cache`), for `svc doctor`. */
+export function bundledPluginKeys(): string[] {
+  if (!existsSync(BUNDLED)) return [];
+  return readdirSync(BUNDLED, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && ENTRIES.some((f) => existsSync(path.join(BUNDLED, d.name, f))))
+    .map((d) => d.name)
+    .sort();
+}
+
+/**
+ * The bundled demo plugins (`svc__todo`, `svc__cache`) an app gets: those its `plugins` list names; when
+ * it names none, all of them in development (as ever, said in one line) and none in production, so a
+ * demo never reaches a production service by accident.
+ */
+function bundledToLoad(bundled: Candidate[], listed: string[], production: boolean, logger: Logger): Candidate[] {
+  const chosen = bundled.filter((c) => listed.includes(c.key));
+  if (chosen.length || bundled.length === 0) return chosen;
+  const keys = bundled.map((c) => c.key).join(', ');
+  if (production) {
+    logger.info({ plugins: bundled.map((c) => c.key) }, `bundled demo plugins not loaded (NODE_ENV=production): ${keys}; list the ones you want in "plugins" of the app config`);
+    return [];
+  }
+  logger.info({ plugins: bundled.map((c) => c.key) }, `bundled demo plugins loaded (development): ${keys}; list the ones you want in "plugins" of the app config to load only those, and with NODE_ENV=production none load unless listed`);
+  return bundled;
+}
+
 /**
  * Finds, validates and builds every plugin: bundled folders (`plugins/` of svc), the app's folders
  * (`<app root>/plugins/`), and npm packages listed in `plugins` of the app config. Any problem stops
@@ -164,10 +190,12 @@ function packagePlugin(name: string, appRoot: string): Candidate {
 export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugin[]> {
   const { appRoot } = instance.config.env;
   const appDir = appPluginsDir(appRoot);
+  const bundled = folderPlugins(BUNDLED, instance.logger);
+  const bundledKeys = new Set(bundled.map((c) => c.key));
   const candidates = [
-    ...folderPlugins(BUNDLED, instance.logger),
+    ...bundledToLoad(bundled, instance.config.plugins, instance.config.env.production, instance.logger),
     ...(appDir ? folderPlugins(appDir, instance.logger) : []),
-    ...instance.config.plugins.map((name) => packagePlugin(name, appRoot)),
+    ...instance.config.plugins.filter((name) => !bundledKeys.has(name)).map((name) => packagePlugin(name, appRoot)),
   ];
   const seen = new Map<string, string>();
   for (const c of candidates) {

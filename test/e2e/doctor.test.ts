@@ -55,6 +55,8 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
       expect(lines.some((l) => l.startsWith(`ok   ${name}:`)), `${name}\n${out}`).toBe(true);
     }
     expect(out).toContain('all checks passed');
+    // Production names the bundled demo plugins it keeps off (issue 53).
+    expect(lines).toContain('ok   demo plugins: the bundled demo plugins are off in production: svc__cache, svc__todo (list one in "plugins" of the app config to load it)');
   });
 
   it('an app half-way from 0.1.x: each problem is one FAIL line with its fix, exit 1; no password is printed', async () => {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packagePrefix, RESERVED_PLUGIN_KEYS } from '../../src/plugins/loader.ts';
+import { createLogger } from '../../src/logger.ts';
 import { createTestApp } from '../support/app.ts';
 import { startSvc, stopAll } from '../support/spawn.ts';
 
@@ -147,5 +148,39 @@ export default () => new Hono()
     expect(await (await c.fetch('/acme__plain/any', { method: 'PATCH', json: {} })).json()).toEqual({ method: 'PATCH' });
     expect((await c.fetch('/acme__plain/nothing', { method: 'POST', json: {} })).status).toBe(404);
     await t.close();
+  });
+});
+
+// Issue 53: the bundled demo plugins never reach production by accident.
+describe('the bundled demo plugins (svc__todo, svc__cache)', () => {
+  const lines: string[] = [];
+  const logger = createLogger('info', { write: (line: string) => void lines.push(line) });
+  const mounted = async (opts: { env?: Record<string, string>; config?: Record<string, unknown> }) => {
+    lines.length = 0;
+    const t = await createTestApp({ ...opts, logger });
+    const admin = await t.createUser({ admin: true });
+    const c = t.client();
+    expect((await c.login(admin.email, admin.password)).status).toBe(200);
+    const todo = (await c.fetch('/svc__todo/all')).status;
+    const cache = (await c.fetch('/svc__cache/cacheInstances')).status;
+    await t.close();
+    return { todo, cache, said: lines.map((l) => (JSON.parse(l) as { msg: string }).msg).filter((m) => m.startsWith('bundled demo plugins')) };
+  };
+
+  it('development, no list: both load, and one line says how to choose', async () => {
+    const r = await mounted({});
+    expect([r.todo, r.cache]).toEqual([200, 200]);
+    expect(r.said).toEqual([expect.stringContaining('bundled demo plugins loaded (development): svc__cache, svc__todo')]);
+  });
+
+  it('NODE_ENV=production, no list: neither loads (404), and the log says so', async () => {
+    const r = await mounted({ env: { NODE_ENV: 'production' } });
+    expect([r.todo, r.cache]).toEqual([404, 404]);
+    expect(r.said).toEqual([expect.stringContaining('not loaded (NODE_ENV=production): svc__cache, svc__todo')]);
+  });
+
+  it('a list decides, in production and in development: only the named ones load', async () => {
+    expect(await mounted({ env: { NODE_ENV: 'production' }, config: { plugins: ['svc__todo'] } })).toMatchObject({ todo: 200, cache: 404, said: [] });
+    expect(await mounted({ config: { plugins: ['svc__cache'] } })).toMatchObject({ todo: 404, cache: 200, said: [] });
   });
 });

@@ -1,7 +1,7 @@
 import type { RouteDefinition } from '../src/http/route.ts';
 import type { ServerInstance } from '../src/instance.ts';
 import { changeOwnPassword, disconnectAccount, endOwnSession, listConnectedAccounts, listOwnSessions, startConnect } from './auth/account.ts';
-import { forgotPassword, requestMagicLink, requestVerification, resetPassword, signup, useMagicLink, verifyEmail } from './auth/email.ts';
+import { checkResetToken, forgotPassword, requestMagicLink, requestVerification, resetPassword, signup, useMagicLink, verifyEmail } from './auth/email.ts';
 import { downloadAsset, downloadSessionAsset, mintAssetToken } from './auth/assets.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
@@ -41,6 +41,7 @@ const factories = [
   loginPasskey,
   forgotPassword,
   resetPassword,
+  checkResetToken,
   signup,
   requestVerification,
   verifyEmail,

@@ -51,6 +51,29 @@ export const resetPassword = ({ auth }: ServerInstance) =>
     },
   });
 
+/**
+ * `POST /auth/password/reset/check`: whether the token of a reset mail still works, without using it,
+ * so the page can offer a new link before asking for a password. The token travels in the body, never
+ * in a URL (logs, Referer).
+ */
+export const checkResetToken = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/password/reset/check',
+    onRequest: auth.email.guard(),
+    config: { public: true },
+    schema: {
+      summary: 'Check the token of a reset mail without using it',
+      description: '204 when `POST /auth/password/reset` would take the token now; the token stays usable. 400 `invalid_token` (bad, used, expired after 30 minutes, or the password changed since).',
+      tags,
+      body: v.strictObject({ token }),
+    },
+    handler: async (c, { body }) => {
+      await auth.email.checkReset(body.token);
+      return c.body(null, 204);
+    },
+  });
+
 /** `POST /auth/signup` (`auth.signup.enabled`). */
 export const signup = ({ auth }: ServerInstance) =>
   defineRoute({

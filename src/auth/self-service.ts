@@ -216,6 +216,16 @@ export class EmailSelfService {
   }
 
   /**
+   * `POST /auth/password/reset/check`: passes when `reset` would take the token now (known, unused, not
+   * expired, no lifecycle event since the mail), else 400 `invalid_token`. A look, never a use: the
+   * frontend's reset page asks on load, before anyone types a password, and a dead link gets the form
+   * for a new one at once.
+   */
+  async checkReset(token: string): Promise<void> {
+    await this.holder(await this.tokens.peek('reset', token), true);
+  }
+
+  /**
    * `POST /auth/email/verify`. A sign-up keeps its password only when whoever made it verifies: from the
    * browser holding that sign-up's `svc_signup`, or with its password in the body (a wrong one: 401,
    * counted like a failed login, the token unused). Any other verification is the mailbox owner's

@@ -318,7 +318,10 @@ describe('@svc/client against the running app: each answer fits the client type'
     expect(await fits('verifyEmail', svc.verifyEmail(token))).toEqual({ email, emailVerified: true });
 
     await fits('forgotPassword', svc.forgotPassword(email));
-    await fits('resetPassword', svc.resetPassword({ token: await linkIn(email, '/reset-password'), newPassword: 'a reset long password' }));
+    const resetToken = await linkIn(email, '/reset-password');
+    await fits('checkResetToken', svc.checkResetToken(resetToken));
+    await fits('resetPassword', svc.resetPassword({ token: resetToken, newPassword: 'a reset long password' }));
+    await expect(svc.checkResetToken(resetToken)).rejects.toMatchObject({ status: 400, code: 'invalid_token' });
 
     // Another address: at most 3 mails per address per 15 minutes.
     const known = await t.createUser();

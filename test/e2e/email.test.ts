@@ -151,6 +151,68 @@ describe('password reset', () => {
   });
 });
 
+describe('POST /auth/password/reset/check: the reset page asks on load whether its link still works', () => {
+  let a: TestApp;
+  beforeAll(async () => {
+    a = await app();
+  });
+  const check = (token: unknown) => post(browser(a), '/auth/password/reset/check', { token });
+  async function resetToken(email: string): Promise<string> {
+    await post(browser(a), '/auth/password/forgot', { email });
+    return tokenFrom((await smtp.waitFor(email)).filter((m) => m.subject === 'Reset your password').at(-1)!, '/reset-password');
+  }
+
+  it('a live token: 204, as often as asked, and the token still sets the password afterwards; then it is used: 400 invalid_token', async () => {
+    const user = await a.createUser();
+    const token = await resetToken(user.email);
+    for (let i = 0; i < 3; i++) {
+      const res = await check(token);
+      expect(res.status).toBe(204);
+      expect(await res.text()).toBe('');
+    }
+    expect((await post(browser(a), '/auth/password/reset', { token, newPassword: 'a brand new password' })).status).toBe(204);
+    expect((await browser(a).login(user.email, 'a brand new password')).status).toBe(200);
+    const used = await check(token);
+    expect(used.status).toBe(400);
+    expect(await codeOf(used)).toBe('invalid_token');
+  });
+
+  it('bad tokens as the reset route judges them: garbage or empty 400 invalid_token; missing, too long, not a string, extra fields 400 validation_failed', async () => {
+    const user = await a.createUser();
+    const token = await resetToken(user.email);
+    for (const bad of ['', 'garbage', `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`]) {
+      const res = await check(bad);
+      expect(res.status, bad).toBe(400);
+      expect(await codeOf(res)).toBe('invalid_token');
+    }
+    for (const body of [{}, { token: 'x'.repeat(600) }, { token: 12 }, { token: [token] }, { token, newPassword: 'a good long password' }]) {
+      const res = await post(browser(a), '/auth/password/reset/check', body);
+      expect(res.status, JSON.stringify(body).slice(0, 80)).toBe(400);
+      expect(await codeOf(res)).toBe('validation_failed');
+    }
+    // No GET: the token never travels in a URL (logs, Referer), and a mail scanner's GET checks nothing.
+    expect((await browser(a).fetch(`/auth/password/reset/check?token=${token}`)).status).toBe(405);
+    expect((await check(token)).status).toBe(204);
+  });
+
+  it('an expired token (30 minutes, clock moved) and one outdated by a password change: 400 invalid_token', async () => {
+    const user = await a.createUser();
+    const token = await resetToken(user.email);
+    const tokens = a.instance.auth.email.tokens;
+    tokens.now = () => Date.now() + 30 * 60_000 + 1000;
+    try {
+      expect(await codeOf(await check(token))).toBe('invalid_token');
+    } finally {
+      tokens.now = Date.now;
+    }
+    expect((await check(token)).status).toBe(204);
+    const me = browser(a);
+    expect((await me.login(user.email, user.password)).status).toBe(200);
+    expect((await post(me, '/auth/password', { currentPassword: user.password, newPassword: 'changed the usual way' })).status).toBe(204);
+    expect(await codeOf(await check(token))).toBe('invalid_token');
+  });
+});
+
 describe('sign-up and verification', () => {
   let a: TestApp;
   beforeAll(async () => {
@@ -692,6 +754,7 @@ describe('templates, notices and the transport', () => {
     const routes: [string, unknown][] = [
       ['/auth/password/forgot', { email: 'a@example.com' }],
       ['/auth/password/reset', { token: 'x', newPassword: 'long enough pw' }],
+      ['/auth/password/reset/check', { token: 'x' }],
       ['/auth/signup', { email: 'a@example.com', password: 'long enough pw' }],
       ['/auth/email/verify/request', { email: 'a@example.com' }],
       ['/auth/email/verify', { token: 'x' }],

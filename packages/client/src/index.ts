@@ -218,6 +218,8 @@ export function createClient(options: ClientOptions = {}) {
     verifyEmail: (token: string, password?: string) => call('verifyEmail', { body: password === undefined ? { token } : { token, password } }),
     forgotPassword: (email: string) => call('forgotPassword', { body: { email } }),
     resetPassword: (body: Bodies['resetPassword']) => call('resetPassword', { body }),
+    /** Whether a reset link still works, without using it: resolves, or throws `invalid_token` (ask for a new link). */
+    checkResetToken: (token: string) => call('checkResetToken', { body: { token } }),
     requestMagicLink: (email: string) => call('requestMagicLink', { body: { email } }),
     verifyMagicLink: (token: string) => call('verifyMagicLink', { body: { token } }),
 

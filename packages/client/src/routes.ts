@@ -61,6 +61,7 @@ export const routes = {
   // 12. Email
   forgotPassword: ['POST', '/auth/password/forgot'],
   resetPassword: ['POST', '/auth/password/reset'],
+  checkResetToken: ['POST', '/auth/password/reset/check'],
   signup: ['POST', '/auth/signup'],
   requestVerification: ['POST', '/auth/email/verify/request'],
   verifyEmail: ['POST', '/auth/email/verify'],
@@ -230,6 +231,7 @@ export interface Bodies {
   loginPasskey: { response: AuthenticationResponseJSON };
   forgotPassword: Email;
   resetPassword: { token: string; newPassword: string };
+  checkResetToken: Token;
   signup: { email: string; password: string; firstname?: string; lastname?: string };
   requestVerification: Email;
   verifyEmail: Token & { password?: string };
@@ -280,6 +282,8 @@ export interface Responses {
   loginPasskey: LoginResult;
   forgotPassword: void;
   resetPassword: void;
+  /** 204: the reset token still works (and stays unused); else 400 `invalid_token`. */
+  checkResetToken: void;
   signup: void;
   requestVerification: void;
   /** `passwordResetToken`: the verification was a claim (a sign-up verified elsewhere): ask for a new password (`resetPassword`). */

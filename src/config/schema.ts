@@ -101,6 +101,15 @@ export const configSchema = v.strictObject({
         }),
         {},
       ),
+      /** The audit log (CONTRACT 13, docs/events.md): records older than this many days go. */
+      audit: v.optional(v.strictObject({ retentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650)), 90) }), {}),
+      /** Webhook delivery (CONTRACT 13): retry n comes `retrySchedule[n-1]` seconds after attempt n, then `failed`. */
+      webhooks: v.optional(
+        v.strictObject({
+          retrySchedule: v.optional(v.pipe(v.array(v.pipe(v.number(), v.minValue(0), v.maxValue(7 * 86400))), v.maxLength(20)), [5, 30, 120, 600, 3600, 21600, 86400]),
+        }),
+        {},
+      ),
       /** Login by a link sent by mail (CONTRACT 12): `POST /auth/login/link`; needs SVC_SMTP_URL. */
       magicLink: v.optional(v.strictObject({ enabled: v.optional(v.boolean(), false) }), {}),
       /** Mails with links (CONTRACT 12): where the links point, and the subjects. */

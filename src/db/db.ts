@@ -27,9 +27,15 @@ export interface FindOptions {
   limit?: number;
 }
 
-/** A unique index over one or several fields. Uniqueness that matters must be a plain unique index. */
+/**
+ * An index over one or several fields, unique unless `unique: false` (uniqueness that matters must be
+ * a plain unique index). `expireAfterSeconds` makes MongoDB remove a document that long after the date
+ * in its (single) field; the embedded database ignores it, so a caller that relies on expiry sweeps too.
+ */
 export interface UniqueIndex {
   fields: string[];
+  unique?: boolean;
+  expireAfterSeconds?: number;
 }
 
 /** The few operations svc needs of a document collection. */
@@ -50,7 +56,7 @@ export interface Collection<T extends Doc> {
 export interface Database {
   /** Which backend, for health and log lines. */
   readonly kind: 'mongodb' | 'embedded';
-  /** Opens a collection and ensures its unique indexes (idempotent). */
+  /** Opens a collection and ensures its indexes (idempotent). */
   collection<T extends Doc>(name: string, indexes?: UniqueIndex[]): Promise<Collection<T>>;
   /** Throws UnavailableError when the database is down. */
   ping(): Promise<void>;

@@ -138,7 +138,7 @@ export class EmbeddedDatabase implements Database {
     const ds = (await loading) as unknown as Datastore<T>;
     for (const index of indexes) {
       try {
-        await ds.ensureIndexAsync({ fieldName: index.fields.length === 1 ? index.fields[0]! : index.fields, unique: true });
+        await ds.ensureIndexAsync({ fieldName: index.fields.length === 1 ? index.fields[0]! : index.fields, unique: index.unique ?? true });
       } catch (err) {
         throw translate(err, name);
       }

@@ -353,7 +353,8 @@ export class MongoDatabase implements Database {
     const c = this.db.collection<Doc>(name);
     try {
       for (const index of indexes) {
-        await this.reach.write(() => c.createIndex(Object.fromEntries(index.fields.map((f) => [f, 1])), { unique: true }));
+        const options = { unique: index.unique ?? true, ...(index.expireAfterSeconds !== undefined ? { expireAfterSeconds: index.expireAfterSeconds } : {}) };
+        await this.reach.write(() => c.createIndex(Object.fromEntries(index.fields.map((f) => [f, 1])), options));
       }
     } catch (err) {
       throw translate(err, name);

@@ -2,6 +2,7 @@ import type { RouteDefinition } from '../src/http/route.ts';
 import type { ServerInstance } from '../src/instance.ts';
 import { changeOwnPassword, disconnectAccount, endOwnSession, listConnectedAccounts, listOwnSessions, startConnect } from './auth/account.ts';
 import { checkResetToken, forgotPassword, requestMagicLink, requestVerification, resetPassword, signup, useMagicLink, verifyEmail } from './auth/email.ts';
+import { listAudit, ownActivity } from './auth/audit.ts';
 import { downloadAsset, downloadSessionAsset, mintAssetToken } from './auth/assets.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
@@ -26,6 +27,7 @@ const factories = [
   changeOwnPassword,
   reauthenticate,
   listConnectedAccounts,
+  ownActivity,
   disconnectAccount,
   startConnect,
   enrollTotp,
@@ -52,6 +54,7 @@ const factories = [
   getUser,
   updateUser,
   deleteUser,
+  listAudit,
   oauthProviders,
   returnToCsrf,
   returnTo,

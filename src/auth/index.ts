@@ -1,4 +1,3 @@
-import Bowser from 'bowser';
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, setCookie } from 'hono/cookie';
 import { readCookie } from '../http/cookie.ts';
@@ -19,6 +18,7 @@ import { OAuthFlow, type OAuthLoginHandler, type ProviderTokenBlob } from './oau
 import { ProviderService } from './oauth/providers.ts';
 import { resealSecretsAtRest } from './reseal.ts';
 import { clientIp } from './client-ip.ts';
+import { requestOrigin } from './origin.ts';
 import { LoginRateLimit } from './rate-limit.ts';
 import { WorkSessions } from './work-sessions.ts';
 import { SessionService, type LookedUp, type Session, type SessionOrigin } from './sessions.ts';
@@ -32,6 +32,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Mailer } from '../email/transport.ts';
 import { EmailSelfService } from './self-service.ts';
+import { AuditLog } from '../audit/log.ts';
 
 /** A `can()` resolver: true or false decides, undefined abstains (CONTRACT section 4). */
 export type PermissionResolver = (permission: string, c: Context<AppEnv>) => boolean | undefined | Promise<boolean | undefined>;
@@ -81,6 +82,8 @@ export class Auth {
   readonly mailer: Mailer;
   /** Sign-up, verification, password reset, magic links and security notices (CONTRACT 12). */
   readonly email: EmailSelfService;
+  /** The audit log (CONTRACT 13): every way in and every admin action writes here. */
+  readonly audit: AuditLog;
   private readonly logger: Logger;
   private readonly waysInStore: Store;
 
@@ -88,9 +91,10 @@ export class Auth {
     readonly config: Config,
     readonly sessions: SessionService,
     readonly users: UserService,
-    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger; mailer: Mailer },
+    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger; mailer: Mailer; audit: AuditLog },
   ) {
     this.workSessions = parts.workSessions;
+    this.audit = parts.audit;
     this.logger = parts.logger;
     this.passkeys = parts.passkeys;
     this.loginLimit = new LoginRateLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);
@@ -125,7 +129,8 @@ export class Auth {
     const accounts = await AccountLinks.open(db, users);
     const workSessions = await WorkSessions.open(db);
     const passkeys = await PasskeyService.open(db, stores.forRole('sessions'), config, new FlowCookies(config));
-    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, passkeys, logger, mailer });
+    const audit = await AuditLog.open(db, config, logger);
+    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, passkeys, logger, mailer, audit });
   }
 
   // SPEC.md "Login handlers" and provider token blobs, for plugins.
@@ -286,14 +291,7 @@ export class Auth {
 
   /** Where a new session comes from, for its owner's list of sessions (`GET /auth/sessions`). */
   private origin(c: Context): SessionOrigin {
-    const ua = c.req.header('user-agent')?.slice(0, 512) ?? '';
-    let device = 'Unknown device';
-    if (ua) {
-      // bowser reads the User-Agent (no home-made parsing); the label is for a person, not for logic.
-      const { browser, os } = Bowser.parse(ua);
-      device = [browser.name && `${browser.name}${browser.version ? ` ${browser.version.split('.')[0]}` : ''}`, os.name && `on ${os.name}`].filter(Boolean).join(' ') || ua.slice(0, 60);
-    }
-    return { ip: clientIp(c, this.config.server.trustProxy), device };
+    return requestOrigin(c, this.config.server.trustProxy);
   }
 
   /** Runs when sessions end (logout, logout-all, hard cap, found expired), e.g. to delete token blobs; gets each `sid`. */
@@ -630,6 +628,7 @@ export class Auth {
   }
 
   async close(): Promise<void> {
+    this.audit.close();
     await this.mailer.close();
     await this.sessions.close();
   }

@@ -11,7 +11,7 @@ import { openDatabase, type Database } from './db/index.ts';
 import { migrate } from './db/migrations.ts';
 import { createEvents } from './events.ts';
 import type { ServerInstance } from './instance.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { createLogger, prettyDestination, type Logger } from './logger.ts';
 import { keepSecretsOutOfEnviron } from './secret-env.ts';
 import { Realtime } from './realtime/index.ts';
 import { appPluginsDir, loadPlugins, packageEntry } from './plugins/loader.ts';
@@ -77,7 +77,10 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
     }
   }));
   resolveCoreToThisBuild(appCode.length > 0 || config.plugins.length > 0);
-  const log = logger ?? createLogger(config.env.logLevel);
+  const pretty = !logger && config.env.logPretty ? await prettyDestination() : undefined;
+  const log = logger ?? createLogger(config.env.logLevel, pretty?.destination);
+  // An installed production package has no pino-pretty (a devDependency): one JSON line says so, and JSON it stays.
+  if (pretty?.reason) log.warn({ reason: pretty.reason }, 'LOG_PRETTY is set but pino-pretty cannot be loaded (a devDependency: not in a production install): logging JSON lines');
   for (const warning of warnings) log.warn(warning);
   if (typeScriptRegistered()) log.info('the app has TypeScript files: they load through tsx');
   if (config.source) log.info({ file: config.source }, 'config loaded');

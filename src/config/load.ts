@@ -16,6 +16,8 @@ export interface EnvConfig {
   port: number;
   host: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** `LOG_PRETTY=1` (development): human log lines through pino-pretty, a devDependency; JSON lines otherwise. */
+  logPretty: boolean;
   appRoot: string;
   dataDir: string;
   /** Store instance id -> Redis URL. Empty: the embedded in-memory store serves instance `cache`. */
@@ -176,6 +178,8 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of debug, info, warn, error, got "${env.LOG_LEVEL}"`);
   }
+  const logPretty = (env.LOG_PRETTY ?? '').trim().toLowerCase();
+  if (!['', '0', 'false', '1', 'true'].includes(logPretty)) throw new ConfigError(`LOG_PRETTY must be 1 (human log lines, development) or 0, got "${env.LOG_PRETTY}"`);
 
   // No prototype: store instance names come from requests too (the cache list's `instance`), and a name
   // like `constructor` must not find an inherited property.
@@ -253,6 +257,7 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
       port,
       host,
       logLevel: logLevel as EnvConfig['logLevel'],
+      logPretty: logPretty === '1' || logPretty === 'true',
       appRoot,
       dataDir: path.resolve(appRoot, env.SVC_DATA_DIR || '.svc-data'),
       storeUrls,

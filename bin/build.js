@@ -127,7 +127,9 @@ function compileInto(tsc, project, out, then = () => {}) {
   // Folders of a builder killed mid-build (the lock says no builder is at work now): 60 MB each.
   const parent = path.dirname(out);
   for (const name of readdirSync(parent)) if (new RegExp(`^${path.basename(out)}\\.(next|old)-\\d+$`).test(name)) rmSync(path.join(parent, name), { recursive: true, force: true });
-  const result = spawnSync(process.execPath, [tsc, '-p', project, '--outDir', next], { stdio: 'inherit', cwd: path.dirname(project) });
+  // tsc prints its errors on stdout: they go to stderr, as this build's other notes do (a start that builds
+  // first keeps stdout for the service's JSON log lines).
+  const result = spawnSync(process.execPath, [tsc, '-p', project, '--outDir', next], { stdio: ['ignore', 2, 2], cwd: path.dirname(project) });
   try {
     if (result.status !== 0) throw new Error('the build failed (see above)');
     then(next);

@@ -5,12 +5,14 @@
 // Anything that needs a fresh login asks for it in a dialog (step-up) and then goes on.
 
 import { createClient, isLoggedIn, SvcError, type LoginResult, type OAuthProvider, type Passkey, type Proof, type Session } from '@svc/client';
-import { actionButton, clearMessages, field, form, h, link, page, say, showError } from './dom.ts';
+import { actionButton, appName, clearFieldErrors, clearMessages, field, form, h, link, markInvalid, page, say, showError } from './dom.ts';
 
 declare global {
   interface Window {
     /** Set by /config.js: where the API is (`/api` behind the proxy, `http://localhost:3000/api` from `npm run example`). */
     SVC_API_BASE?: string;
+    /** Set by /config.js: the app's name (`app.name` of svc's config; build.ts), in the title and the header. */
+    SVC_APP_NAME?: string;
   }
 }
 
@@ -37,45 +39,97 @@ function next(result?: LoginResult): string {
 
 const stepUpDialog = document.getElementById('step-up') as HTMLDialogElement;
 
-/** Opens the dialog; resolves with the proof given, or null when the person cancels. */
-function askForProof(): Promise<Proof | null> {
+/** What the dialog says of a proof svc did not take (the page's own words for the wrong answers). */
+const STEP_UP_ERRORS: Record<string, string> = {
+  invalid_credentials: 'That password is wrong. Try again, or use a code or a passkey.',
+  invalid_code: 'That code is wrong or was used already. Try the next code your app shows.',
+};
+
+/**
+ * Opens the dialog, which sends the proof itself (`POST /auth/reauthenticate`). A wrong answer is said in
+ * the dialog, beside the field it concerns, and the dialog stays open for another try; it closes only
+ * once svc took a proof (resolves true) or when the person cancels (false; Escape too).
+ */
+function stepUp(): Promise<boolean> {
   return new Promise((resolve) => {
-    const done = (proof: Proof | null) => {
+    const error = h('p', { id: 'step-up-error', class: 'dialog-error', role: 'alert' });
+    const finish = (done: boolean) => {
+      stepUpDialog.oncancel = null;
       stepUpDialog.close();
-      resolve(proof);
+      resolve(done);
     };
-    const proofForm = h(
-      'form',
-      { method: 'dialog', 'aria-label': 'Confirm it is you' },
-      field('Password', { name: 'password', type: 'password', autocomplete: 'current-password' }),
-      field('Or a code from your authenticator app', { name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}' }),
-      h(
-        'div',
-        { class: 'actions' },
-        h('button', { type: 'submit' }, 'Confirm'),
-        h('button', { type: 'button', onclick: () => done({ passkey: true }) }, 'Use a passkey'),
-        h('button', { type: 'button', class: 'secondary', onclick: () => done(null) }, 'Cancel'),
-      ),
+    const password = field('Password', { name: 'password', type: 'password', autocomplete: 'current-password' });
+    const code = field('Or a code from your authenticator app', { name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}' });
+    const buttons = h(
+      'div',
+      { class: 'actions' },
+      h('button', { type: 'submit' }, 'Confirm'),
+      h('button', { type: 'button', onclick: () => void attempt({ passkey: true }) }, 'Use a passkey'),
+      h('button', { type: 'button', class: 'secondary', onclick: () => finish(false) }, 'Cancel'),
     );
+    const proofForm = h('form', { 'aria-label': 'Confirm it is you', novalidate: true }, error, password, code, buttons);
+    const input = (name: string) => proofForm.querySelector<HTMLInputElement>(`input[name="${name}"]`)!;
+    let busy = false;
+
+    /** Sends `proof`; a refusal is said in the dialog (the field it concerns marked and focused), which stays open. */
+    async function attempt(proof: Proof): Promise<void> {
+      if (busy) return;
+      busy = true;
+      proofForm.setAttribute('aria-busy', 'true');
+      error.textContent = '';
+      clearFieldErrors(proofForm);
+      try {
+        await svc.reauthenticate(proof);
+        finish(true);
+      } catch (e) {
+        const wrong = e instanceof SvcError ? STEP_UP_ERRORS[e.code] : undefined;
+        if (!wrong) showError(e, { scope: proofForm, region: error });
+        else {
+          error.textContent = wrong;
+          const refused = input('code' in proof ? 'code' : 'password');
+          markInvalid(refused, error.id);
+          refused.select();
+          refused.focus();
+        }
+      } finally {
+        busy = false;
+        proofForm.removeAttribute('aria-busy');
+      }
+    }
+
     proofForm.addEventListener('submit', (event) => {
       event.preventDefault();
-      const data = new FormData(proofForm);
-      const code = String(data.get('code') ?? '').trim();
-      done(code ? { code } : { password: String(data.get('password') ?? '') });
+      const typedCode = input('code').value.trim();
+      const typedPassword = input('password').value;
+      if (!typedCode && !typedPassword) {
+        clearFieldErrors(proofForm);
+        error.textContent = 'Enter your password, or a code from your authenticator app.';
+        markInvalid(input('password'), error.id);
+        input('password').focus();
+        return;
+      }
+      void attempt(typedCode ? { code: typedCode } : { password: typedPassword });
     });
-    stepUpDialog.replaceChildren(
-      h('h2', { id: 'step-up-title' }, 'Confirm it is you'),
-      h('p', {}, 'This change needs a recent sign-in.'),
-      proofForm,
-    );
+    stepUpDialog.replaceChildren(h('h2', { id: 'step-up-title' }, 'Confirm it is you'), h('p', {}, 'This change needs a recent sign-in.'), proofForm);
     stepUpDialog.setAttribute('aria-labelledby', 'step-up-title');
-    stepUpDialog.addEventListener('cancel', () => resolve(null), { once: true });
+    stepUpDialog.oncancel = () => finish(false); // Escape
     stepUpDialog.showModal();
   });
 }
 
-/** Runs `action`, asking for a fresh login first when the service wants one. */
-const fresh = <T>(action: () => Promise<T>) => svc.withStepUp(action, askForProof);
+/**
+ * Runs `action`; when svc wants a fresh login first (403 `reauthentication_required`), the dialog asks for
+ * one (as many tries as the person needs), then `action` runs again. Cancelled: the 403 is announced.
+ */
+async function fresh<T>(action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (e) {
+    if (!(e instanceof SvcError && e.code === 'reauthentication_required')) throw e;
+    if (!(await stepUp())) throw e;
+    return action();
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Login
@@ -302,14 +356,21 @@ function choosePasswordPage(email: string, token: string): void {
   );
 }
 
-function forgotPage(why?: string): void {
+/** A reset link that cannot be used: say so, and offer a new one before anyone types a password. */
+const DEAD_RESET_LINK = {
+  title: 'Ask for a new link',
+  why: 'This link cannot be used any more: it was used already, has expired, or the password changed since. Send yourself a new one.',
+  submit: 'Send me a new link',
+};
+
+function forgotPage(dead?: typeof DEAD_RESET_LINK): void {
   page(
-    'Forgot your password?',
-    ...(why ? [h('p', {}, why)] : []),
+    dead?.title ?? 'Forgot your password?',
+    ...(dead ? [h('p', { id: 'dead-link' }, dead.why)] : []),
     form(
       {
         label: 'Ask for a reset link',
-        submit: 'Send a reset link',
+        submit: dead?.submit ?? 'Send a reset link',
         action: async ({ email = '' }) => {
           await svc.forgotPassword(email);
           say(`If ${email} has an account, a link to choose a new password is on its way.`);
@@ -321,10 +382,19 @@ function forgotPage(why?: string): void {
   );
 }
 
-function resetPage(): void {
+async function resetPage(): Promise<void> {
   const token = params.get('token');
   if (!token) return forgotPage();
   history.replaceState(null, '', location.pathname);
+  // Whether the link still works, asked on load: the check never uses the token (a mail scanner that runs
+  // this script spends nothing), and a dead link offers a new one before anyone types a password.
+  let unchecked: unknown;
+  try {
+    await svc.checkResetToken(token);
+  } catch (e) {
+    if (e instanceof SvcError && e.code === 'invalid_token') return forgotPage(DEAD_RESET_LINK);
+    unchecked = e; // no answer (offline, too many requests): the form still tries, and says why it may fail
+  }
   page(
     'Choose a new password',
     form(
@@ -337,7 +407,7 @@ function resetPage(): void {
           } catch (e) {
             // A dead link (used, expired, outdated): no new password can be set with it, so offer a new
             // link (docs/email.md). A too short password keeps the form: the same link still works.
-            if (e instanceof SvcError && e.code === 'invalid_token') forgotPage('This link cannot be used any more: ask for a new one.');
+            if (e instanceof SvcError && e.code === 'invalid_token') forgotPage(DEAD_RESET_LINK);
             throw e;
           }
           page('Password changed', h('p', {}, 'Your password is changed and every session has ended. Sign in with the new password.'), link('/login', 'Sign in'));
@@ -347,6 +417,7 @@ function resetPage(): void {
       field('New password', { name: 'newPassword', type: 'password', autocomplete: 'new-password', minlength: '8', required: true }, 'At least 8 characters.'),
     ),
   );
+  if (unchecked) showError(unchecked);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,7 +496,8 @@ function totpSection(session: Session): HTMLElement {
             const proof = code.trim() ? { code: code.trim() } : { password };
             // A step-up the session needs first takes the password given here (not asked twice); a code
             // works once, so after a code the dialog asks for another proof.
-            await svc.withStepUp(() => svc.totpDisable(proof), 'password' in proof ? async () => proof : askForProof);
+            const disable = () => svc.totpDisable(proof);
+            await ('password' in proof ? svc.withStepUp(disable, async () => proof) : fresh(disable));
             say('Two-step verification is off.');
             await accountPage();
           },
@@ -682,4 +754,6 @@ async function start(): Promise<void> {
 }
 
 clearMessages();
+document.querySelector('header .brand')!.textContent = appName();
+document.title = appName();
 void start();

@@ -1,20 +1,39 @@
 // Builds the example into a folder of static files: index.html, style.css, app.js (the app and
-// @svc/client bundled by esbuild, the one inside tsx) and config.js (where the API is).
+// @svc/client bundled by esbuild, the one inside tsx) and config.js (where the API is, and the app's name).
 // `npx tsx examples/login/build.ts [outDir] [apiBase]`; `npm run example` builds and serves it.
+// The name is `app.name` of the app root's svc config (SVC_APP_PATH, else the working directory), read
+// by svc's own config loader, else `svc`: the pages' titles and header say it.
 
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { loadConfig } from '../../src/config/load.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const DEFAULT_OUT_DIR = path.join(HERE, 'dist');
 
-/** The script that tells the app where the API is: `/api` behind the proxy, or a full URL. */
-export const configScript = (apiBase: string) => `window.SVC_API_BASE = ${JSON.stringify(apiBase)};\n`;
+/**
+ * The script that tells the app where the API is (`/api` behind the proxy, or a full URL) and the app's
+ * name (`app.name`), for the title and the header.
+ */
+export const configScript = (apiBase: string, appName = 'svc') => `window.SVC_API_BASE = ${JSON.stringify(apiBase)};\nwindow.SVC_APP_NAME = ${JSON.stringify(appName)};\n`;
 
-/** Builds into `outDir`; `apiBase` goes into config.js (default `/api`, same origin behind the proxy). */
-export async function buildExample(outDir = DEFAULT_OUT_DIR, apiBase = '/api'): Promise<string> {
+/**
+ * `app.name` of the svc app whose root is SVC_APP_PATH (else the working directory), through svc's config
+ * loader (so a wrong config fails here as it fails svc's start), else `svc`. Mail settings are not
+ * needed to read a name (`sendsMail: false`).
+ */
+export async function appNameOf(env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const { config } = await loadConfig(env, { sendsMail: false });
+  return config.app.name ?? 'svc';
+}
+
+/**
+ * Builds into `outDir`; `apiBase` (default `/api`, same origin behind the proxy) and `appName` (default
+ * `svc`) go into config.js.
+ */
+export async function buildExample(outDir = DEFAULT_OUT_DIR, apiBase = '/api', appName = 'svc'): Promise<string> {
   mkdirSync(outDir, { recursive: true });
   await build({
     entryPoints: [path.join(HERE, 'src/app.ts')],
@@ -29,11 +48,12 @@ export async function buildExample(outDir = DEFAULT_OUT_DIR, apiBase = '/api'): 
     logLevel: 'warning',
   });
   for (const file of ['index.html', 'style.css']) copyFileSync(path.join(HERE, 'public', file), path.join(outDir, file));
-  writeFileSync(path.join(outDir, 'config.js'), configScript(apiBase));
+  writeFileSync(path.join(outDir, 'config.js'), configScript(apiBase, appName));
   return outDir;
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const out = await buildExample(process.argv[2] ? path.resolve(process.argv[2]) : undefined, process.argv[3]);
-  process.stdout.write(`built the example into ${out}\n`);
+  const appName = await appNameOf();
+  const out = await buildExample(process.argv[2] ? path.resolve(process.argv[2]) : undefined, process.argv[3], appName);
+  process.stdout.write(`built the example for ${appName} into ${out}\n`);
 }

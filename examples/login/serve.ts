@@ -1,6 +1,8 @@
 // `npm run example`: builds the example and serves it on its own origin, in front of a running svc.
 //   EXAMPLE_PORT   where the example listens (default 5173, on 127.0.0.1 as localhost)
 //   SVC_API        the svc origin (default http://localhost:3000), where `/api/...` is forwarded
+//   SVC_APP_PATH   the svc app root (default the working directory): its config's `app.name` is the
+//                  pages' title and header (build.ts `appNameOf`), as svc started there names itself
 // The app and svc share this origin, as behind the reverse proxy (deploy/nginx.conf): the app calls
 // `/api`, which this server forwards to svc as it came (WebSocket handshakes too, for socket.io), so an
 // OAuth journey ends back here. svc is told its public address (OAuth callbacks, passkeys) and this
@@ -13,11 +15,12 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
-import { buildExample, configScript } from './build.ts';
+import { appNameOf, buildExample, configScript } from './build.ts';
 
 const port = Number(process.env.EXAMPLE_PORT ?? 5173);
 const api = (process.env.SVC_API ?? 'http://localhost:3000').replace(/\/$/, '');
-const dir = await buildExample();
+const appName = await appNameOf();
+const dir = await buildExample(undefined, '/api', appName);
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css', '.map': 'application/json' };
 
 /** The request's path, decoded; null when it does not decode (`/%E0%A4%A`). */
@@ -107,7 +110,7 @@ const server = http.createServer((req, res) => {
     return;
   }
   if (pathname === '/config.js') {
-    res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'no-store' }).end(configScript('/api'));
+    res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'no-store' }).end(configScript('/api', appName));
     return;
   }
   const file = path.join(dir, path.normalize(pathname));
@@ -118,5 +121,5 @@ const server = http.createServer((req, res) => {
 server.on('upgrade', forwardUpgrade);
 server.listen(port, '127.0.0.1', () => {
   const origin = `http://localhost:${port}`;
-  process.stdout.write(`svc example: ${origin}/login  (/api goes to ${api}; start svc with SVC_SERVER_BASE_URL=${origin} SVC_FRONTEND_URLS=${origin})\n`);
+  process.stdout.write(`svc example: ${origin}/login  (/api goes to ${api}; start svc with SVC_SERVER_BASE_URL=${origin} SVC_FRONTEND_URLS=${origin}); the pages name the app "${appName}" (app.name)\n`);
 });

@@ -5,19 +5,25 @@
 // without taking the server down.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, PROJECT_DIR } from '../support/spawn.ts';
+import { freePort, PROJECT_DIR, tempDir } from '../support/spawn.ts';
 
 const children: ChildProcess[] = [];
 afterAll(() => children.forEach((child) => child.kill('SIGKILL')));
+
+/** The svc app root the example reads `app.name` from (never the checkout's own config). */
+const appRoot = tempDir('svc-example-app-');
+writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ app: { name: 'Acme Notes' } }));
 
 /** Starts examples/login/serve.ts under tsx (what `npm run example` runs); resolves once it listens. */
 async function serveExample(port: number, api: string): Promise<string> {
   // tsx as a loader in this one process: its CLI would start a second one, left running by a kill.
   const child = spawn(process.execPath, ['--import', 'tsx', 'examples/login/serve.ts'], {
     cwd: PROJECT_DIR,
-    env: { ...process.env, EXAMPLE_PORT: String(port), SVC_API: api },
+    env: { ...process.env, EXAMPLE_PORT: String(port), SVC_API: api, SVC_APP_PATH: appRoot },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -46,7 +52,9 @@ describe('npm run example: the example login UI on its own origin', () => {
     const html = await loginPage.text();
     expect(html).toContain('app.js');
     expect(await (await fetch(`${base}/reset-password?token=abc`)).text()).toBe(html);
-    expect(await (await fetch(`${base}/config.js`)).text()).toContain('"/api"');
+    // config.js: where the API is, and the app's name from the app root's config (app.name).
+    expect(await (await fetch(`${base}/config.js`)).text()).toBe('window.SVC_API_BASE = "/api";\nwindow.SVC_APP_NAME = "Acme Notes";\n');
+    expect(banner).toContain('the pages name the app "Acme Notes" (app.name)');
     expect((await fetch(`${base}/app.js`)).headers.get('content-type')).toBe('text/javascript');
 
     const bad = await fetch(`${base}/%E0%A4%A`);

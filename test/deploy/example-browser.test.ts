@@ -4,8 +4,9 @@
 // own sessions, TOTP on (the code computed from the QR's otpauth URI) and the second step, step-up
 // (answered with the password, then with a passkey), passkeys through a CDP virtual authenticator
 // (added, used to log in, renamed, removed), OAuth login and connected accounts through a real
-// OpenID provider, forgot/reset and the magic link from the mails. Screenshots of each page:
-// test-results/deploy/example/.
+// OpenID provider, forgot/reset and the magic link from the mails. Refused fields get a sentence beside
+// them; the step-up dialog stays open on a wrong password; a used reset link is found out on load; the
+// pages carry the app's name (app.name). Screenshots of each page: test-results/deploy/example/.
 
 import path from 'node:path';
 import jsqr from 'jsqr';
@@ -22,6 +23,8 @@ const redisUrl = inject('redisUrl');
 const mongoUrl = inject('mongoUrl');
 /** `auth.session.freshAge` here: short, so that the step-up test can wait it out. */
 const FRESH_AGE = 6;
+/** `app.name` of the deployment, built into the example's config.js. */
+const APP_NAME = 'Acme Notes';
 
 const missing = missingPrograms();
 if (missing.length && process.env.CI === 'true') throw new Error(`CI=true but the example browser test lacks: ${missing.join(', ')}`);
@@ -39,14 +42,14 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     const launching = launchBrowser();
     try {
       smtp = await startSmtp();
-      const frontendDir = await buildExample(path.join(tempDir('svc-example-'), 'dist'));
+      const frontendDir = await buildExample(path.join(tempDir('svc-example-'), 'dist'), '/api', APP_NAME);
       d = await startDeployment({
         redisUrl,
         mongoUrl,
         host: 'localhost',
         frontendDir,
         env: { SVC_SMTP_URL: smtp.url },
-        appConfig: { auth: { signup: { enabled: true }, magicLink: { enabled: true }, session: { freshAge: FRESH_AGE } } },
+        appConfig: { app: { name: APP_NAME }, auth: { signup: { enabled: true }, magicLink: { enabled: true }, session: { freshAge: FRESH_AGE } } },
       });
     } finally {
       browser = await launching;
@@ -80,6 +83,18 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
   const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 20_000 });
   const heading = (page: Page) => page.getByRole('heading', { level: 1 });
   const mainButton = (page: Page, name: string) => page.locator('main').getByRole('button', { name, exact: true });
+
+  /**
+   * What the page says of a refused field: the sentence beside it (what describes the input, by
+   * aria-describedby), whether it is marked aria-invalid, and the first description (the error leads).
+   */
+  async function fieldError(field: ReturnType<Page['locator']>): Promise<{ invalid: string | null; sentence: string }> {
+    return field.evaluate((input: HTMLInputElement) => {
+      const first = (input.getAttribute('aria-describedby') ?? '').split(/\s+/)[0];
+      const described = first ? document.getElementById(first) : null;
+      return { invalid: input.getAttribute('aria-invalid'), sentence: described?.textContent ?? '' };
+    });
+  }
 
   /** The full link of the latest mail to `email` that goes to `linkPath`, once it arrived. */
   async function linkFromMail(email: string, linkPath: string): Promise<string> {
@@ -132,12 +147,25 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     // Every input has a label; the heading has the focus (a screen reader starts there).
     expect(await page.evaluate(() => [...document.querySelectorAll('input')].filter((i) => i.labels?.length !== 1).map((i) => i.name))).toEqual([]);
     expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('H1');
+    // The app's name (app.name) in the title and the header.
+    expect(await page.title()).toBe(`Create an account · ${APP_NAME}`);
+    expect(await page.locator('header .brand').textContent()).toBe(APP_NAME);
     await shots.take(page, 'sign-up page');
-    await page.getByLabel('Email', { exact: true }).fill(person.email);
+    // Refused fields: a sentence for people beside each, the input marked and described by it, the
+    // first one focused; above, one line naming them.
+    await page.getByLabel('Email', { exact: true }).fill('sam@');
     await page.getByLabel('Password', { exact: true }).fill('short');
     await mainButton(page, 'Create account').click();
-    await poll(() => page.getByRole('alert').textContent()).toMatch(/password/i);
-    await shots.take(page, 'sign-up: a weak password is announced');
+    await poll(() => page.getByRole('alert').textContent()).toBe('Check these fields: Email, Password.');
+    expect(await fieldError(page.getByLabel('Email', { exact: true }))).toEqual({ invalid: 'true', sentence: 'Enter a valid email address.' });
+    expect(await fieldError(page.getByLabel('Password', { exact: true }))).toEqual({ invalid: 'true', sentence: 'Use at least 8 characters.' });
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).name)).toBe('email');
+    await shots.take(page, 'sign-up: refused fields, each with its sentence');
+    await page.getByLabel('Email', { exact: true }).fill(person.email);
+    await mainButton(page, 'Create account').click();
+    await poll(() => page.getByRole('alert').textContent()).toBe('Check this field: Password.');
+    expect(await fieldError(page.getByLabel('Email', { exact: true }))).toEqual({ invalid: null, sentence: '' });
+    expect(await page.locator('.field-error').allTextContents()).toEqual(['Use at least 8 characters.']);
     await page.getByLabel('Password', { exact: true }).fill(person.password);
     await page.getByLabel('First name (optional)', { exact: true }).fill('Sam');
     await mainButton(page, 'Create account').click();
@@ -161,6 +189,9 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     expect(await page.getByRole('status').textContent()).toBe('Email confirmed.');
     await shots.take(page, 'verify-email page: confirmed');
 
+    await signIn(page, person.email, '');
+    await poll(() => page.getByRole('alert').textContent()).toBe('Check this field: Password.');
+    expect(await fieldError(page.getByLabel('Password', { exact: true }))).toEqual({ invalid: 'true', sentence: 'Enter your password.' });
     await signIn(page, person.email, 'a wrong password');
     await poll(() => page.getByRole('alert').textContent()).toMatch(/wrong/i);
     await shots.take(page, 'login: a wrong password is announced');
@@ -171,6 +202,14 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await shots.take(page, 'account page');
     // Readable on a phone: nothing wider than the window.
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    // The password change form: a short new password gets its sentence beside that field.
+    const change = page.getByRole('form', { name: 'Change password' });
+    await change.getByLabel('Current password', { exact: true }).fill(person.password);
+    await change.getByLabel('New password', { exact: true }).fill('short');
+    await mainButton(page, 'Change password').click();
+    await poll(() => page.getByRole('alert').textContent()).toBe('Check this field: New password.');
+    expect(await fieldError(change.getByLabel('New password', { exact: true }))).toEqual({ invalid: 'true', sentence: 'Use at least 8 characters.' });
+    await shots.take(page, 'account: a short new password');
   });
 
   it('own sessions: a second browser shows up, and "End" ends it', async () => {
@@ -248,12 +287,17 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
     await dialog.waitFor();
     await shots.take(page, 'step-up dialog');
+    // A wrong password: the dialog stays open, says so, and takes another try.
     await dialog.getByLabel('Password', { exact: true }).fill('not my password');
     await dialog.getByRole('button', { name: 'Confirm' }).click();
-    await poll(() => page.getByRole('alert').textContent()).toMatch(/wrong/i);
-    await mainButton(page, 'Add a passkey').click();
+    await poll(() => dialog.getByRole('alert').textContent()).toMatch(/wrong/i);
+    expect(await dialog.isVisible()).toBe(true);
+    expect(await fieldError(dialog.getByLabel('Password', { exact: true }))).toEqual({ invalid: 'true', sentence: 'That password is wrong. Try again, or use a code or a passkey.' });
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).name)).toBe('password');
+    await shots.take(page, 'step-up dialog: a wrong password, still open');
     await dialog.getByLabel('Password', { exact: true }).fill(person.password);
     await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await dialog.waitFor({ state: 'hidden' });
     await poll(() => page.locator('#passkeys li').count()).toBe(1);
     expect(await page.locator('#passkeys').textContent()).toContain('Virtual key');
     expect(await page.getByRole('status').textContent()).toBe('Passkey Virtual key added.');
@@ -399,21 +443,29 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await poll(() => p.getByRole('status').textContent()).toMatch(/on its way/);
     await shots.take(p, 'forgot-password page');
     const resetLink = await linkFromMail(person.email, '/reset-password');
+    const resetCalls: string[] = [];
+    p.on('request', (r) => void (r.url().includes('/auth/password/reset') && resetCalls.push(new URL(r.url()).pathname)));
     await p.goto(resetLink);
     await poll(() => heading(p).textContent()).toBe('Choose a new password');
+    expect(resetCalls, 'the page checked the link on load (the token in the body), and used nothing').toEqual(['/api/auth/password/reset/check']);
     await shots.take(p, 'reset-password page');
     person.password = 'a brand new long password';
     await p.getByLabel('New password', { exact: true }).fill(person.password);
     await mainButton(p, 'Set password').click();
     await poll(() => heading(p).textContent()).toBe('Password changed');
     await shots.take(p, 'reset-password: done');
-    // The same link again: used, so the page offers a new one (docs/email.md), not the same form again.
+    // The same link again: used, found out on load, so the page offers a new one at once (docs/email.md),
+    // before asking for a password.
+    resetCalls.length = 0;
     await p.goto(resetLink);
-    await p.getByLabel('New password', { exact: true }).fill('yet another long password');
-    await mainButton(p, 'Set password').click();
-    await poll(() => heading(p).textContent()).toBe('Forgot your password?');
-    await poll(() => p.getByRole('alert').textContent()).toMatch(/ask for a new one/);
+    await poll(() => heading(p).textContent()).toBe('Ask for a new link');
+    expect(await p.locator('#dead-link').textContent()).toMatch(/cannot be used any more/);
+    expect(await p.getByLabel('New password', { exact: true }).count()).toBe(0);
+    expect(resetCalls).toEqual(['/api/auth/password/reset/check']);
     await shots.take(p, 'reset-password: a used link');
+    await p.getByLabel('Email', { exact: true }).fill(person.email);
+    await mainButton(p, 'Send me a new link').click();
+    await poll(() => p.getByRole('status').textContent()).toMatch(/on its way/);
     // Every session ended, the first browser's too.
     await page.goto(`${d.appOrigin}/account`);
     await page.waitForURL(/\/login\?next=/);

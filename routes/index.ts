@@ -12,6 +12,7 @@ import { availableProviders, createProvider, deleteProvider, listProviders, upda
 import { login, logout, logoutAll, session } from './auth/session.ts';
 import { reauthenticate } from './auth/reauthenticate.ts';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './auth/users.ts';
+import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, testWebhook, updateWebhook } from './auth/webhooks.ts';
 import { createWorkSession, deleteWorkSession, getWorkSession, listWorkSessions, updateWorkSession } from './auth/work-sessions.ts';
 import { health } from './health.ts';
 
@@ -55,6 +56,12 @@ const factories = [
   updateUser,
   deleteUser,
   listAudit,
+  createWebhook,
+  listWebhooks,
+  updateWebhook,
+  deleteWebhook,
+  testWebhook,
+  listDeliveries,
   oauthProviders,
   returnToCsrf,
   returnTo,

@@ -31,6 +31,7 @@ import type { RegistrationResponseJSON } from '@simplewebauthn/server';
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Mailer } from '../email/transport.ts';
+import { Webhooks } from '../webhooks/index.ts';
 import { EmailSelfService } from './self-service.ts';
 import { AuditLog } from '../audit/log.ts';
 
@@ -84,6 +85,8 @@ export class Auth {
   readonly email: EmailSelfService;
   /** The audit log (CONTRACT 13): every way in and every admin action writes here. */
   readonly audit: AuditLog;
+  /** Signed webhooks (CONTRACT 13): endpoints, the delivery queue and its records. */
+  readonly webhooks: Webhooks;
   private readonly logger: Logger;
   private readonly waysInStore: Store;
 
@@ -91,10 +94,11 @@ export class Auth {
     readonly config: Config,
     readonly sessions: SessionService,
     readonly users: UserService,
-    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger; mailer: Mailer; audit: AuditLog },
+    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger; mailer: Mailer; audit: AuditLog; webhooks: Webhooks },
   ) {
     this.workSessions = parts.workSessions;
     this.audit = parts.audit;
+    this.webhooks = parts.webhooks;
     this.logger = parts.logger;
     this.passkeys = parts.passkeys;
     this.loginLimit = new LoginRateLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);
@@ -130,7 +134,8 @@ export class Auth {
     const workSessions = await WorkSessions.open(db);
     const passkeys = await PasskeyService.open(db, stores.forRole('sessions'), config, new FlowCookies(config));
     const audit = await AuditLog.open(db, config, logger);
-    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, passkeys, logger, mailer, audit });
+    const webhooks = await Webhooks.open({ config, db, store: stores.forRole('sessions'), logger, audit, secrets: providers.secrets });
+    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, passkeys, logger, mailer, audit, webhooks });
   }
 
   // SPEC.md "Login handlers" and provider token blobs, for plugins.
@@ -628,6 +633,7 @@ export class Auth {
   }
 
   async close(): Promise<void> {
+    await this.webhooks.close();
     this.audit.close();
     await this.mailer.close();
     await this.sessions.close();

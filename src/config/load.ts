@@ -39,6 +39,8 @@ export interface EnvConfig {
   secretEncryptionKey?: string;
   /** `SVC_ALLOW_INSECURE_PROVIDER_URLS=1`: provider URLs may use plain http: to any host, not only to loopback. */
   allowInsecureProviderUrls: boolean;
+  /** `SVC_ALLOW_INSECURE_WEBHOOK_URLS=1`: webhook URLs may use plain http: and point to private or loopback addresses. */
+  allowInsecureWebhookUrls: boolean;
   /** `HIDE_SECRETS` (SPEC.md rule 7): anything but `false`/`0` keeps secret-looking JSON values redacted in the cache list. */
   hideSecrets: boolean;
   /** `SVC_SMTP_URL` (CONTRACT 12): `smtp://[user:pass@]host:port` (STARTTLS when offered) or `smtps://`; unset: no mail. */
@@ -227,6 +229,14 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
   if (allowInsecureProviderUrls) {
     warnings.push('SVC_ALLOW_INSECURE_PROVIDER_URLS=1: OAuth provider URLs may use plain http: to any host (codes and tokens cross the network in clear); for development only');
   }
+  const insecureWebhooks = (env.SVC_ALLOW_INSECURE_WEBHOOK_URLS ?? '').trim().toLowerCase();
+  if (!['', '0', 'false', '1', 'true'].includes(insecureWebhooks)) {
+    throw new ConfigError(`SVC_ALLOW_INSECURE_WEBHOOK_URLS must be 1 (or true) to allow, 0 (or false) to refuse, got "${env.SVC_ALLOW_INSECURE_WEBHOOK_URLS}"`);
+  }
+  const allowInsecureWebhookUrls = insecureWebhooks === '1' || insecureWebhooks === 'true';
+  if (allowInsecureWebhookUrls) {
+    warnings.push('SVC_ALLOW_INSECURE_WEBHOOK_URLS=1: webhook URLs may use plain http: and point to private or loopback addresses (events cross the network in clear, and an admin can make svc call internal services); for development only');
+  }
   const frontendUrls = (env.SVC_FRONTEND_URLS ?? '')
     .split(',')
     .map((s) => s.trim())
@@ -272,6 +282,7 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
       ownOrigins: [...new Set(ownOrigins.map((u) => new URL(u).origin))],
       secretEncryptionKey: env.SVC_SECRET_ENCRYPTION_KEY || undefined,
       allowInsecureProviderUrls,
+      allowInsecureWebhookUrls,
       // Only an explicit "false" (or "0") shows secrets: a typo must fail closed.
       hideSecrets: !['false', '0'].includes((env.HIDE_SECRETS ?? '').trim().toLowerCase()),
       smtpUrl,

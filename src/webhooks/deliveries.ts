@@ -1,0 +1,146 @@
+import type { Collection, Database } from '../db/index.ts';
+
+export const DELIVERY_COLLECTION = 'svc__core-webhook-delivery';
+
+/** At most this many finished deliveries are kept per endpoint (the newest); older ones go at the sweep. */
+export const KEPT_PER_ENDPOINT = 1000;
+
+/** The body of a webhook (Standard Webhooks): the event's type, its time and the audit record. */
+export interface WebhookEvent {
+  type: string;
+  /** ISO 8601: when the event happened (the record's `at`). */
+  timestamp: string;
+  data: { id: string } & Record<string, unknown>;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** One event owed to one endpoint, in `svc__core-webhook-delivery`: what the deliveries route lists. */
+export interface DeliveryDoc {
+  /** `<webhookId>.<eventId>`: one delivery per endpoint and event, however often it is queued. */
+  _id: string;
+  webhookId: string;
+  eventId: string;
+  type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  lastStatusCode: number | null;
+  /** ISO 8601 while another attempt is due, else null. */
+  nextAttemptAt: string | null;
+  /** ISO 8601: when the delivery was queued. */
+  at: string;
+  updatedAt: string;
+  /** Why the last attempt failed (status code, timeout, refused address...), for operators. */
+  lastError?: string;
+  /**
+   * The body's content while the delivery is pending, so a delivery owed when svc stopped is made
+   * after a restart (the embedded queue), or queued again when queueing failed (Redis).
+   */
+  event?: WebhookEvent;
+}
+
+export const deliveryId = (webhookId: string, eventId: string) => `${webhookId}.${eventId}`;
+
+/** What the API shows of a delivery (CONTRACT 13). */
+export function toPublicDelivery(doc: DeliveryDoc) {
+  return { eventId: doc.eventId, type: doc.type, status: doc.status, attempts: doc.attempts, lastStatusCode: doc.lastStatusCode, nextAttemptAt: doc.nextAttemptAt, at: doc.at };
+}
+
+/** The outcome of one attempt, as the delivery record keeps it. */
+export interface AttemptOutcome {
+  attempts: number;
+  status: DeliveryStatus;
+  statusCode: number | null;
+  nextAttemptAt: Date | null;
+  error?: string;
+}
+
+/** The delivery records: written when an event is queued and after each attempt. */
+export class DeliveryLog {
+  private constructor(private readonly docs: Collection<DeliveryDoc>) {}
+
+  static async open(db: Database): Promise<DeliveryLog> {
+    return new DeliveryLog(
+      await db.collection<DeliveryDoc>(DELIVERY_COLLECTION, [
+        { fields: ['webhookId', 'eventId'], unique: false },
+        { fields: ['status'], unique: false },
+        { fields: ['at'], unique: false },
+      ]),
+    );
+  }
+
+  /** Records a delivery as owed; false when it already was (queued twice). */
+  async owe(webhookId: string, event: WebhookEvent): Promise<boolean> {
+    const now = new Date().toISOString();
+    try {
+      await this.docs.insertOne({
+        _id: deliveryId(webhookId, event.data.id),
+        webhookId,
+        eventId: event.data.id,
+        type: event.type,
+        status: 'pending',
+        attempts: 0,
+        lastStatusCode: null,
+        nextAttemptAt: now,
+        at: now,
+        updatedAt: now,
+        event,
+      });
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'already_exists') return false;
+      throw err;
+    }
+  }
+
+  /** Writes an attempt's outcome; false when the delivery is gone (its endpoint was deleted). */
+  async attempted(id: string, outcome: AttemptOutcome): Promise<boolean> {
+    const $set: Record<string, unknown> = {
+      status: outcome.status,
+      attempts: outcome.attempts,
+      lastStatusCode: outcome.statusCode,
+      nextAttemptAt: outcome.nextAttemptAt?.toISOString() ?? null,
+      updatedAt: new Date().toISOString(),
+    };
+    if (outcome.error) $set.lastError = outcome.error;
+    const update = outcome.status === 'pending' ? { $set } : { $set, $unset: { event: true as const, ...(outcome.error ? {} : { lastError: true as const }) } };
+    return (await this.docs.updateOne({ _id: id }, update)) !== null;
+  }
+
+  get(id: string): Promise<DeliveryDoc | null> {
+    return this.docs.findOne({ _id: id });
+  }
+
+  /** An endpoint's deliveries, newest first (event ids sort by time). */
+  list(webhookId: string, limit: number): Promise<DeliveryDoc[]> {
+    return this.docs.find({ webhookId }, { sort: { eventId: -1 }, limit });
+  }
+
+  /** Deliveries still owed, oldest first. */
+  pending(limit: number): Promise<DeliveryDoc[]> {
+    return this.docs.find({ status: 'pending' }, { sort: { at: 1 }, limit });
+  }
+
+  /** Drops one delivery (its endpoint is gone). */
+  async forget(id: string): Promise<void> {
+    await this.docs.deleteOne({ _id: id });
+  }
+
+  async deleteFor(webhookId: string): Promise<number> {
+    return this.docs.deleteMany({ webhookId });
+  }
+
+  /**
+   * Removes finished deliveries older than `retentionDays` and, per endpoint, all but the newest
+   * KEPT_PER_ENDPOINT; returns how many went.
+   */
+  async sweep(retentionDays: number, webhookIds: string[], now = Date.now()): Promise<number> {
+    const cutoff = new Date(now - retentionDays * 86_400_000).toISOString();
+    let removed = await this.docs.deleteMany({ at: { $lt: cutoff }, status: { $ne: 'pending' } });
+    for (const webhookId of webhookIds) {
+      const [oldestKept] = await this.docs.find({ webhookId }, { sort: { eventId: -1 }, skip: KEPT_PER_ENDPOINT - 1, limit: 1 });
+      if (oldestKept) removed += await this.docs.deleteMany({ webhookId, eventId: { $lt: oldestKept.eventId }, status: { $ne: 'pending' } });
+    }
+    return removed;
+  }
+}

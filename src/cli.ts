@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import * as v from 'valibot';
 import { hasCharacters, MIN_PASSWORD_LENGTH } from './auth/passwords.ts';
+import { AuditLog } from './audit/log.ts';
 import { UserService } from './auth/users.ts';
 import { loadConfig, loadDotEnv } from './config/load.ts';
 import { openDatabase } from './db/index.ts';
@@ -84,6 +85,8 @@ async function createUser(args: string[]): Promise<number> {
   try {
     const users = await UserService.open(db);
     const user = await users.create({ email: email.output, password, isAdmin: values.admin, firstname: values.firstname, lastname: values.lastname, createdVia: 'cli' });
+    const audit = await AuditLog.open(db, config, logger, { sweep: false });
+    await audit.record(null, { type: 'user.created', actor: { type: 'system' }, subject: { userId: user._id, email: user.email }, details: { via: 'cli', ...(values.admin ? { isAdmin: true } : {}) } });
     process.stdout.write(`created user ${user.email} (id ${user._id})${values.admin ? ' with the ADMIN tag' : ''}\n`);
     return 0;
   } finally {

@@ -109,7 +109,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   let app: Hono<AppEnv>;
   try {
     instance = await buildInstance(config, log, stores, db);
-    await ensureAdmin(instance.auth.users, config, db.kind, log);
+    await ensureAdmin(instance.auth.users, config, db.kind, log, instance.auth.audit);
     // The bootstrap admin exists now: its password leaves the process (plugins and the programs they
     // start see neither the variable nor the config field).
     delete env.SVC_ADMIN_PASSWORD;

@@ -53,6 +53,7 @@ export const endOwnSession = ({ auth }: ServerInstance) =>
       const ended = await auth.sessions.destroyByPublicId(current.userId, params.id);
       if (!ended) throw notFound('No live session of yours has this id');
       if (ended.hash === current.hash) auth.clearSessionCookie(c);
+      await auth.audit.record(c, { type: 'session.revoked', subject: { userId: current.userId }, sessionId: params.id, details: { reason: 'session_deleted' } });
       return c.body(null, 204);
     },
   });
@@ -85,7 +86,7 @@ export const changeOwnPassword = ({ auth }: ServerInstance) =>
         throw new AppError(401, 'invalid_credentials', 'The current password is wrong');
       }
       // Written only at the epoch the current password was checked at: a reset racing this keeps its password.
-      await auth.updateUser(user._id, { password: body.newPassword }, { keepSessionHash: current.hash, epoch: epochOf(user) });
+      await auth.updateUser(user._id, { password: body.newPassword }, { keepSessionHash: current.hash, epoch: epochOf(user) }, c);
       return c.body(null, 204);
     },
   });
@@ -145,7 +146,9 @@ export const disconnectAccount = ({ auth }: ServerInstance) =>
       params: v.strictObject({ provider: providerParam, providerAccountId: v.pipe(v.string(), v.minLength(1), v.maxLength(256)) }),
     },
     handler: async (c, { params }) => {
-      await auth.disconnect(c.get('authUser')!.userId, params.provider, params.providerAccountId);
+      const userId = c.get('authUser')!.userId;
+      await auth.disconnect(userId, params.provider, params.providerAccountId);
+      await auth.audit.record(c, { type: 'oauth.unlinked', subject: { userId }, details: { providerId: params.provider } });
       return c.body(null, 204);
     },
   });

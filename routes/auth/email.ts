@@ -46,7 +46,7 @@ export const resetPassword = ({ auth }: ServerInstance) =>
       body: v.strictObject({ token, newPassword: newPasswordSchema }),
     },
     handler: async (c, { body }) => {
-      await auth.email.reset(body.token, body.newPassword);
+      await auth.email.reset(c, body.token, body.newPassword);
       return c.body(null, 204);
     },
   });

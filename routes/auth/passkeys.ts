@@ -55,7 +55,9 @@ export const registerPasskey = ({ auth }: ServerInstance) =>
       body: v.strictObject({ response: registrationResponse, name: v.optional(name) }),
     },
     handler: async (c, { body }) => {
-      const created = await auth.addPasskey(c.get('authUser')!.userId, c.get('session')!.hash, body.response as unknown as RegistrationResponseJSON, body.name);
+      const userId = c.get('authUser')!.userId;
+      const created = await auth.addPasskey(userId, c.get('session')!.hash, body.response as unknown as RegistrationResponseJSON, body.name);
+      await auth.audit.record(c, { type: 'passkey.added', subject: { userId }, details: { passkeyId: created.id, name: created.name } });
       return c.json({ id: created.id, name: created.name, createdAt: created.createdAt }, 201);
     },
   });
@@ -88,7 +90,9 @@ export const deletePasskey = ({ auth }: ServerInstance) =>
     onRequest: [auth.authenticate(), auth.requireFresh()],
     schema: { summary: 'Remove a passkey', description: '404 `not_found` for an id that is not one of yours; 409 `last_login_method` for your only way to log in; 403 `reauthentication_required` (step-up).', tags, params: idParams },
     handler: async (c, { params }) => {
-      await auth.removePasskey(c.get('authUser')!.userId, params.id);
+      const userId = c.get('authUser')!.userId;
+      await auth.removePasskey(userId, params.id);
+      await auth.audit.record(c, { type: 'passkey.removed', subject: { userId }, details: { passkeyId: params.id } });
       return c.body(null, 204);
     },
   });
@@ -125,11 +129,16 @@ export const loginPasskey = ({ auth }: ServerInstance) =>
       body: v.strictObject({ response: authenticationResponse }),
     },
     handler: async (c, { body }) => {
-      const { userId, passkeyId, userVerified } = await auth.passkeys.authenticate(c, body.response as unknown as AuthenticationResponseJSON);
-      const user = await auth.users.findById(userId);
-      // Read the user (its epoch) before checking the passkey is still there: a removal that races
-      // this login either shows here or moves the epoch that `Auth.login` checks again.
-      if (!user || !(await auth.passkeys.exists(passkeyId))) throw new AppError(401, 'invalid_passkey', 'The passkey was not accepted: it or its user is gone');
+      let subject = {};
+      const { user, userVerified } = await auth.audit.loginAttempt(c, () => subject, async () => {
+        const { userId, passkeyId, userVerified } = await auth.passkeys.authenticate(c, body.response as unknown as AuthenticationResponseJSON);
+        subject = { userId };
+        const user = await auth.users.findById(userId);
+        // Read the user (its epoch) before checking the passkey is still there: a removal that races
+        // this login either shows here or moves the epoch that `Auth.login` checks again.
+        if (!user || !(await auth.passkeys.exists(passkeyId))) throw new AppError(401, 'invalid_passkey', 'The passkey was not accepted: it or its user is gone');
+        return { user, userVerified };
+      });
       if (totpEnabled(user) && !userVerified) {
         await auth.startSecondStep(c, { userId: user._id, epoch: epochOf(user), provider: 'passkey' });
         return c.json({ mfaRequired: true });

@@ -2,6 +2,7 @@ import * as arctic from 'arctic';
 import * as v from 'valibot';
 import { catalog, discoverArcticProviders } from '../../src/auth/oauth/catalog.ts';
 import { createProviderSchema, defaultTrustEmailVerified, OIDC_DEFAULT_SCOPES, patchProviderSchema, toPublicProvider } from '../../src/auth/oauth/providers.ts';
+import { adminActor } from '../../src/audit/log.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 
@@ -63,7 +64,11 @@ export const createProvider = ({ auth }: ServerInstance) =>
       tags,
       body: createProviderSchema,
     },
-    handler: async (c, { body }) => c.json(toPublicProvider(await auth.providers.create(body)), 201),
+    handler: async (c, { body }) => {
+      const provider = await auth.providers.create(body);
+      await auth.audit.record(c, { type: 'provider.created', actor: adminActor(c), details: { providerId: provider.providerId } });
+      return c.json(toPublicProvider(provider), 201);
+    },
   });
 
 export const updateProvider = ({ auth }: ServerInstance) =>
@@ -73,7 +78,11 @@ export const updateProvider = ({ auth }: ServerInstance) =>
     onRequest: auth.authenticate({ admin: true }),
     config: { type: 'dataUpdate' },
     schema: { summary: 'Change a provider (admin)', description: 'An empty `clientSecret` removes it.', tags, params: providerParams, body: patchProviderSchema },
-    handler: async (c, { params, body }) => c.json(toPublicProvider(await auth.providers.patch(params.id, body))),
+    handler: async (c, { params, body }) => {
+      const provider = await auth.providers.patch(params.id, body);
+      await auth.audit.record(c, { type: 'provider.updated', actor: adminActor(c), details: { providerId: provider.providerId, fields: Object.keys(body).filter((k) => body[k as keyof typeof body] !== undefined) } });
+      return c.json(toPublicProvider(provider));
+    },
   });
 
 export const deleteProvider = ({ auth }: ServerInstance) =>
@@ -85,6 +94,7 @@ export const deleteProvider = ({ auth }: ServerInstance) =>
     schema: { summary: 'Remove a provider (admin)', tags, params: providerParams },
     handler: async (c, { params }) => {
       await auth.providers.delete(params.id);
+      await auth.audit.record(c, { type: 'provider.deleted', actor: adminActor(c), details: { providerId: params.id } });
       return c.body(null, 204);
     },
   });

@@ -46,6 +46,7 @@ export const reauthenticate = ({ auth }: ServerInstance) =>
         if (!proof.userVerified) throw new AppError(401, 'invalid_passkey', 'The passkey was not accepted: the authenticator did not verify you (PIN or biometrics)');
       }
       await auth.sessions.markAuthenticated(session.hash);
+      await auth.audit.record(c, { type: 'reauthenticated', subject: { userId: user._id, email: user.email }, details: { method: 'password' in body ? 'password' : 'code' in body ? 'totp' : 'passkey' } });
       return c.body(null, 204);
     },
   });

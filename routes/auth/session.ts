@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { cookieOf, readCookie } from '../../src/http/cookie.ts';
-import type { LookedUp, Session } from '../../src/auth/sessions.ts';
+import { publicSessionId, type LookedUp, type Session } from '../../src/auth/sessions.ts';
 import { isPending } from '../../src/http/dispatch.ts';
 import { DEFAULT_HEADERS, requestIdFor } from '../../src/http/response-headers.ts';
 import { logRequest, requestStarted } from '../../src/logger.ts';
@@ -36,10 +36,13 @@ export const login = ({ auth }: ServerInstance) =>
       body: loginBody,
     },
     handler: async (c, { body }) => {
-      const user = await auth.checkPassword(c, body.email, body.password);
-      if (!user) throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
-      // Only after the right password: a wrong one stays 401 and tells nothing about the account.
-      if (auth.email.mustVerifyFirst(user)) throw new AppError(403, 'email_not_verified', 'Confirm your email address first: follow the link in the mail (POST /auth/email/verify/request sends a new one)');
+      const user = await auth.audit.loginAttempt(c, () => ({ email: body.email }), async () => {
+        const user = await auth.checkPassword(c, body.email, body.password);
+        if (!user) throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
+        // Only after the right password: a wrong one stays 401 and tells nothing about the account.
+        if (auth.email.mustVerifyFirst(user)) throw new AppError(403, 'email_not_verified', 'Confirm your email address first: follow the link in the mail (POST /auth/email/verify/request sends a new one)');
+        return user;
+      });
       if (totpEnabled(user)) {
         // Second step: POST /auth/login/totp with the code, from this browser (CONTRACT section 10).
         await auth.startSecondStep(c, { userId: user._id, epoch: epochOf(user), provider: 'password' });
@@ -59,9 +62,9 @@ export async function startSession(
   auth: Auth,
   user: UserDoc,
   provider: string,
-  { returnTo, refused = () => new AppError(401, 'invalid_credentials', 'The email or the password is wrong'), proven }: { returnTo?: string; refused?: () => Error; proven?: boolean } = {},
+  { returnTo, refused = () => new AppError(401, 'invalid_credentials', 'The email or the password is wrong'), proven, mfa }: { returnTo?: string; refused?: () => Error; proven?: boolean; mfa?: 'totp' | 'recovery_code' } = {},
 ): Promise<Response> {
-  const started = await auth.login(c, user, provider, (fresh) => fresh.passwordHash === user.passwordHash, { proven });
+  const started = await auth.login(c, user, provider, (fresh) => fresh.passwordHash === user.passwordHash, { proven, mfa });
   // The account changed since the credential was checked: `refused` says so in the caller's terms.
   if (!started) throw refused();
   const { id, email, firstname, lastname, isAdmin } = toPublicUser(started.user);
@@ -77,7 +80,8 @@ export const logout = ({ auth }: ServerInstance) =>
     schema: { summary: 'Log out of this session', tags: ['auth'] },
     handler: async (c) => {
       const id = readCookie(c, auth.cookieName);
-      if (id) await auth.endSession(id);
+      const ended = id ? await auth.sessions.destroy(id) : null;
+      if (ended) await auth.audit.record(c, { type: 'logout', actor: { type: 'user', id: ended.userId }, subject: { userId: ended.userId }, sessionId: publicSessionId(ended.hash) });
       auth.clearSessionCookie(c);
       return c.body(null, 204);
     },
@@ -92,7 +96,7 @@ export const logoutAll = ({ auth }: ServerInstance) =>
     config: { type: 'authLogout' },
     schema: { summary: 'Log out of every session of this user', tags: ['auth'] },
     handler: async (c) => {
-      await auth.logoutEverywhere(c.get('authUser')!.userId);
+      await auth.logoutEverywhere(c.get('authUser')!.userId, c);
       auth.clearSessionCookie(c);
       return c.body(null, 204);
     },

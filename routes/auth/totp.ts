@@ -50,6 +50,7 @@ export const confirmTotp = ({ auth }: ServerInstance) =>
       const recoveryCodes = await auth.totp.confirm(await auth.users.get(userId), body.code);
       await codeTry.succeeded();
       await auth.refreshSessions(userId);
+      await auth.audit.record(c, { type: 'totp.enabled', subject: { userId } });
       c.header('Cache-Control', 'no-store');
       return c.json({ recoveryCodes });
     },
@@ -80,6 +81,7 @@ export const disableTotp = ({ auth }: ServerInstance) =>
       }
       await auth.totp.disable(user);
       await auth.refreshSessions(user._id);
+      await auth.audit.record(c, { type: 'totp.disabled', subject: { userId: user._id, email: user.email } });
       auth.email.notify(user, 'totpDisabled');
       return c.body(null, 204);
     },
@@ -106,18 +108,21 @@ export const loginTotp = ({ auth }: ServerInstance) =>
         await auth.mfa.end(c);
         throw expired();
       }
+      const subject = { userId: user._id, email: user.email };
       // Both counted before the code is checked (CONTRACT 10): parallel codes cannot outrun the limits.
-      const tries = await auth.mfa.countTry(c);
-      const codeTry = await auth.codeLimit.take(user._id);
+      const { tries, codeTry } = await auth.audit.loginAttempt(c, () => subject, async () => ({ tries: await auth.mfa.countTry(c), codeTry: await auth.codeLimit.take(user._id) }));
       const held = await auth.mfa.hold(c);
       const recovery = 'code' in body ? null : await auth.totp.useRecoveryCode(user, body.recoveryCode);
       try {
         const ok = 'code' in body ? await auth.totp.verifyCode(user, body.code) : recovery !== null;
-        if (!ok) await auth.mfa.wrong(c, held, tries);
+        if (!ok) await auth.audit.loginAttempt(c, () => subject, () => auth.mfa.wrong(c, held, tries));
         await codeTry.succeeded();
         await auth.mfa.end(c);
         // An account change since the first step (the epoch check above raced it) ends this login: mfa_expired, as above.
-        return await startSession(c, auth, user, held.provider, { returnTo: held.returnTo, refused: expired });
+        const mfa = recovery ? 'recovery_code' : 'totp';
+        const answer = await startSession(c, auth, user, held.provider, { returnTo: held.returnTo, refused: expired, mfa });
+        if (recovery) await auth.audit.record(c, { type: 'recovery_code.used', actor: { type: 'user', id: user._id }, subject });
+        return answer;
       } catch (err) {
         // No session came of it (an account change, the store failing): the code is still the user's.
         // A give-back that fails too must not hide the answer.

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { newPasswordSchema } from '../../src/auth/passwords.ts';
 import { isAdmin, toPublicUser } from '../../src/auth/users.ts';
+import { adminActor } from '../../src/audit/log.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import { emailSchema, idParams, intQuery, nameSchema } from '../../src/http/schemas.ts';
 import type { ServerInstance } from '../../src/instance.ts';
@@ -38,6 +39,7 @@ export const createUser = ({ auth }: ServerInstance) =>
     handler: async (c, { body }) => {
       if (body.isAdmin) await auth.assertFresh(c);
       const user = await auth.users.create({ ...body, email_verified: false, createdVia: 'admin' });
+      await auth.audit.record(c, { type: 'user.created', actor: adminActor(c), subject: { userId: user._id, email: user.email }, details: { via: 'admin', ...(isAdmin(user) ? { isAdmin: true } : {}) } });
       return c.json(toPublicUser(user), 201);
     },
   });
@@ -85,7 +87,10 @@ export const updateUser = ({ auth }: ServerInstance) =>
     handler: async (c, { params, body }) => {
       if (body.password !== undefined || (body.isAdmin !== undefined && body.isAdmin !== isAdmin(await auth.users.get(params.id)))) await auth.assertFresh(c);
       const keep = c.get('authUser')!.userId === params.id ? c.get('session')!.hash : undefined;
-      return c.json(toPublicUser(await auth.updateUser(params.id, body, { keepSessionHash: keep })));
+      const user = await auth.updateUser(params.id, body, { keepSessionHash: keep }, c);
+      const fields = Object.keys(body).filter((k) => body[k as keyof typeof body] !== undefined);
+      await auth.audit.record(c, { type: 'user.updated', actor: adminActor(c), subject: { userId: user._id, email: user.email }, details: { fields } });
+      return c.json(toPublicUser(user));
     },
   });
 
@@ -97,7 +102,9 @@ export const deleteUser = ({ auth }: ServerInstance) =>
     config: { type: 'dataDelete' },
     schema: { summary: 'Delete a user and end their sessions (admin)', description: `${stepUp}.`, tags, params: idParams },
     handler: async (c, { params }) => {
-      await auth.deleteUser(params.id);
+      const user = await auth.users.get(params.id);
+      await auth.deleteUser(params.id, c);
+      await auth.audit.record(c, { type: 'user.deleted', actor: adminActor(c), subject: { userId: user._id, email: user.email } });
       return c.body(null, 204);
     },
   });

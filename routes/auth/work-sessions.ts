@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { toPublicWorkSession } from '../../src/auth/work-sessions.ts';
+import { adminActor } from '../../src/audit/log.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import { idParams, intQuery, plainRecord } from '../../src/http/schemas.ts';
 import type { ServerInstance } from '../../src/instance.ts';
@@ -83,7 +84,11 @@ export const createWorkSession = ({ auth }: ServerInstance) =>
       tags,
       body: createBody,
     },
-    handler: async (c, { body }) => c.json(toPublicWorkSession(await auth.workSessions.create(body)), 201),
+    handler: async (c, { body }) => {
+      const created = toPublicWorkSession(await auth.workSessions.create(body));
+      await auth.audit.record(c, { type: 'work_session.created', actor: adminActor(c), details: { workSessionId: created.id } });
+      return c.json(created, 201);
+    },
   });
 
 export const listWorkSessions = ({ auth }: ServerInstance) =>
@@ -126,7 +131,11 @@ export const updateWorkSession = ({ auth }: ServerInstance) =>
       params: idParams,
       body: patchBody,
     },
-    handler: async (c, { params, body }) => c.json(toPublicWorkSession(await auth.workSessions.update(params.id, body))),
+    handler: async (c, { params, body }) => {
+      const updated = toPublicWorkSession(await auth.workSessions.update(params.id, body));
+      await auth.audit.record(c, { type: 'work_session.updated', actor: adminActor(c), details: { workSessionId: updated.id, fields: Object.keys(body).filter((k) => body[k as keyof typeof body] !== undefined) } });
+      return c.json(updated);
+    },
   });
 
 export const deleteWorkSession = ({ auth }: ServerInstance) =>
@@ -138,6 +147,7 @@ export const deleteWorkSession = ({ auth }: ServerInstance) =>
     schema: { summary: 'Delete a work session and disconnect its guests (admin)', tags, params: idParams },
     handler: async (c, { params }) => {
       await auth.workSessions.delete(params.id);
+      await auth.audit.record(c, { type: 'work_session.deleted', actor: adminActor(c), details: { workSessionId: params.id } });
       return c.body(null, 204);
     },
   });

@@ -5,7 +5,7 @@ import type { AppEnv } from '../http/env.ts';
 import type { Logger } from '../logger.ts';
 import { requestOrigin } from '../auth/origin.ts';
 import { publicSessionId } from '../auth/sessions.ts';
-import { uuidv7, type AuditActor, type AuditRecord, type AuditType } from './record.ts';
+import { uuidv7, type AuditActor, type AuditRecord, type AuditType, type LoginFailure } from './record.ts';
 
 export const AUDIT_COLLECTION = 'svc__core-audit';
 
@@ -48,6 +48,8 @@ export interface AuditPage {
 export type AuditListener = (record: AuditRecord) => Promise<void> | void;
 
 const DAY_MS = 86_400_000;
+/** The error codes of a login step that are `login.failed` reasons (CONTRACT 13). */
+const LOGIN_FAILURES = new Set<string>(['invalid_credentials', 'invalid_code', 'invalid_passkey', 'too_many_attempts', 'email_not_verified'] satisfies LoginFailure[]);
 /** How often each instance removes records past retention (the embedded database has no TTL index). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
@@ -70,8 +72,8 @@ export class AuditLog {
     private readonly logger: Logger,
   ) {}
 
-  static async open(db: Database, config: Config, logger: Logger): Promise<AuditLog> {
-    const retention = config.auth.audit.retentionDays * 86_400;
+  /** `sweep: false`: a one-shot command (`svc user create`) that writes and leaves. */
+  static async open(db: Database, config: Config, logger: Logger, { sweep = true } = {}): Promise<AuditLog> {
     const records = await db.collection<AuditDoc>(AUDIT_COLLECTION, [
       { fields: ['subject.userId', '_id'], unique: false },
       { fields: ['type', '_id'], unique: false },
@@ -80,7 +82,7 @@ export class AuditLog {
       { fields: ['expiresAt'], unique: false, expireAfterSeconds: 0 },
     ]);
     const log = new AuditLog(records, config, logger);
-    if (retention > 0) {
+    if (sweep) {
       void log.sweep().catch((err: unknown) => logger.warn({ err }, 'audit sweep failed'));
       log.sweeper = setInterval(() => void log.sweep().catch((err: unknown) => logger.warn({ err }, 'audit sweep failed')), SWEEP_INTERVAL_MS).unref();
     }
@@ -110,6 +112,22 @@ export class AuditLog {
       } catch (err) {
         this.logger.error({ err, type: record.type, eventId: record.id }, 'an audit listener failed');
       }
+    }
+  }
+
+  /**
+   * Runs a login step and, when it fails for a reason CONTRACT 13 lists, writes `login.failed` before
+   * the error goes on: every way in names its failures here, not one by one.
+   */
+  async loginAttempt<T>(c: Context<AppEnv>, subject: () => AuditRecord['subject'], attempt: () => Promise<T>): Promise<T> {
+    try {
+      return await attempt();
+    } catch (err) {
+      const reason = (err as { code?: unknown }).code;
+      if (typeof reason === 'string' && LOGIN_FAILURES.has(reason)) {
+        await this.record(c, { type: 'login.failed', actor: { type: 'anonymous' }, subject: subject(), sessionId: null, details: { reason } });
+      }
+      throw err;
     }
   }
 
@@ -173,9 +191,10 @@ export class AuditLog {
   }
 }
 
-/** An admin acting on something not their own (admin routes). */
-export function adminActor(c: Context<AppEnv>): AuditActor {
-  return { type: 'admin', id: c.get('authUser')!.userId };
+/** An admin acting on something not their own (admin routes); svc itself without a request. */
+export function adminActor(c: Context<AppEnv> | null): AuditActor {
+  const user = c?.get('authUser');
+  return user ? { type: 'admin', id: user.userId } : { type: 'system' };
 }
 
 /** The request's user acting on their own account, or nobody known. */

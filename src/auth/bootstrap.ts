@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/load.ts';
+import type { AuditLog } from '../audit/log.ts';
 import type { Logger } from '../logger.ts';
 import { hasCharacters, MIN_PASSWORD_LENGTH } from './passwords.ts';
 import { ADMIN_TAG, type UserService } from './users.ts';
@@ -10,7 +11,8 @@ import { ADMIN_TAG, type UserService } from './users.ts';
  * on the embedded database, `admin@localhost` gets a random password printed once; on MongoDB a
  * warning says how to create one.
  */
-export async function ensureAdmin(users: UserService, config: Config, dbKind: string, logger: Logger): Promise<void> {
+export async function ensureAdmin(users: UserService, config: Config, dbKind: string, logger: Logger, audit?: AuditLog): Promise<void> {
+  const created = (user: { _id: string; email: string }) => audit?.record(null, { type: 'user.created', actor: { type: 'system' }, subject: { userId: user._id, email: user.email }, details: { via: 'bootstrap' } });
   if ((await users.countAdmins()) > 0) return;
   const { adminEmail, adminPassword } = config.env;
   if (adminEmail && adminPassword) {
@@ -18,7 +20,7 @@ export async function ensureAdmin(users: UserService, config: Config, dbKind: st
     let existing = await users.findByEmail(adminEmail);
     if (!existing) {
       try {
-        await users.create({ email: adminEmail, password: adminPassword, isAdmin: true, email_verified: true, createdVia: 'bootstrap' });
+        await created(await users.create({ email: adminEmail, password: adminPassword, isAdmin: true, email_verified: true, createdVia: 'bootstrap' }));
         logger.info({ email: adminEmail }, 'bootstrap admin created from SVC_ADMIN_EMAIL');
         return;
       } catch (err) {
@@ -40,7 +42,7 @@ export async function ensureAdmin(users: UserService, config: Config, dbKind: st
   }
   const email = adminEmail ?? 'admin@localhost';
   const password = randomBytes(18).toString('base64url');
-  await users.create({ email, password, isAdmin: true, email_verified: true, createdVia: 'bootstrap' });
+  await created(await users.create({ email, password, isAdmin: true, email_verified: true, createdVia: 'bootstrap' }));
   // Printed once, on purpose (CONTRACT section 1): the only way to learn it. Change it after login.
   const line = `bootstrap admin created: email ${email} password ${password} (shown once; change it with POST /auth/password once logged in)`;
   // A LOG_LEVEL above warn would swallow the one chance to learn it: then it goes to stderr as it is.

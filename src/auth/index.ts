@@ -21,7 +21,7 @@ import { clientIp } from './client-ip.ts';
 import { requestOrigin } from './origin.ts';
 import { LoginRateLimit } from './rate-limit.ts';
 import { WorkSessions } from './work-sessions.ts';
-import { SessionService, type LookedUp, type Session, type SessionOrigin } from './sessions.ts';
+import { publicSessionId, SessionService, type LookedUp, type Session, type SessionOrigin } from './sessions.ts';
 import { totpEnabled, TotpService } from './totp.ts';
 import { CodeLimit, PendingMfaLogins, type PendingMfa } from './mfa.ts';
 import { FlowCookies } from './flow-cookies.ts';
@@ -33,7 +33,9 @@ import type { IncomingMessage } from 'node:http';
 import { Mailer } from '../email/transport.ts';
 import { Webhooks } from '../webhooks/index.ts';
 import { EmailSelfService } from './self-service.ts';
-import { AuditLog } from '../audit/log.ts';
+import { adminActor, AuditLog } from '../audit/log.ts';
+import type { AuditActor, RevokeReason } from '../audit/record.ts';
+import { loginMethod } from '../audit/methods.ts';
 
 /** A `can()` resolver: true or false decides, undefined abstains (CONTRACT section 4). */
 export type PermissionResolver = (permission: string, c: Context<AppEnv>) => boolean | undefined | Promise<boolean | undefined>;
@@ -41,6 +43,15 @@ export type PermissionResolver = (permission: string, c: Context<AppEnv>) => boo
 export interface AuthenticateOptions {
   /** Require the `ADMIN` tag: 403 `forbidden` for others. */
   admin?: boolean;
+}
+
+/** Why sessions end and who ended them, for their `session.revoked` records (CONTRACT 13). */
+export interface RevokeCause {
+  reason: RevokeReason;
+  /** The request that ended them (IP, device); none for svc's own actions. */
+  c?: Context<AppEnv> | null;
+  /** Default: the request's user. */
+  actor?: AuditActor;
 }
 
 /** 401 for a caller without a session; `legacy_token` when it still speaks 0.1.x (Bearer/authToken). */
@@ -239,7 +250,7 @@ export class Auth {
    * linked). Returns null when it no longer does. `proven: false`: the login does not count as a
    * proof for step-up (`Sessions.markUnproven`).
    */
-  async login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean, { proven = true } = {}): Promise<{ session: Session; user: UserDoc } | null> {
+  async login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean, { proven = true, mfa }: { proven?: boolean; mfa?: 'totp' | 'recovery_code' } = {}): Promise<{ session: Session; user: UserDoc } | null> {
     await this.endCarriedSession(c);
     // Any lifecycle event since the credential was checked (a claim, a reset, a factor removed, a
     // deletion) ends this login too: the credential may be one that event took away.
@@ -267,6 +278,13 @@ export class Auth {
           throw err;
         }
         this.setSessionCookie(c, id);
+        await this.audit.record(c, {
+          type: 'login.succeeded',
+          actor: { type: 'user', id: fresh._id },
+          subject: { userId: fresh._id, email: fresh.email },
+          sessionId: publicSessionId(session.hash),
+          details: { method: loginMethod(provider), ...(mfa ? { mfa } : {}) },
+        });
         return { session, user: { ...fresh, lastLoginAt } };
       }
       await this.sessions.destroy(id);
@@ -318,20 +336,23 @@ export class Auth {
     await this.sessions.destroy(id);
   }
 
-  /** Ends every session of a user, except `keep` (a session hash). */
-  async endAllSessions(userId: string, keep?: string): Promise<void> {
-    await this.sessions.destroyAll(userId, keep);
+  /** Ends every session of a user, except `keep` (a session hash); each one ended is a `session.revoked` record. */
+  async endAllSessions(userId: string, cause: RevokeCause, keep?: string): Promise<void> {
+    const ended = await this.sessions.destroyAll(userId, keep);
+    for (const hash of ended) {
+      await this.audit.record(cause.c ?? null, { type: 'session.revoked', ...(cause.actor ? { actor: cause.actor } : {}), subject: { userId }, sessionId: publicSessionId(hash), details: { reason: cause.reason } });
+    }
   }
 
   /** `POST /auth/logout-all`: a lifecycle event (pending second steps, links, challenges die), then every session ends. */
-  async logoutEverywhere(userId: string): Promise<void> {
+  async logoutEverywhere(userId: string, c: Context<AppEnv> | null = null): Promise<void> {
     try {
       await this.users.advanceEpoch(userId);
     } catch (err) {
       // A user removed from the database behind svc's back: nothing pending to kill, sessions still end.
       if ((err as AppError).code !== 'not_found') throw err;
     }
-    await this.endAllSessions(userId);
+    await this.endAllSessions(userId, { reason: 'logout_all', c });
   }
 
   /**
@@ -339,10 +360,10 @@ export class Auth {
    * and a deletion call it after their own database write; a way in added later belongs here (or in
    * `WAYS_IN_IN_DOC`), so neither can forget it.
    */
-  private async endWaysInOutsideDoc(userId: string): Promise<void> {
+  private async endWaysInOutsideDoc(userId: string, cause: RevokeCause): Promise<void> {
     await this.accounts.unlinkAll(userId);
     await this.passkeys.removeAll(userId);
-    await this.endAllSessions(userId);
+    await this.endAllSessions(userId, cause);
   }
 
   /**
@@ -352,10 +373,10 @@ export class Auth {
    * every session ends, and the epoch moves, so second steps, pending links and flows started before
    * the claim are dead. The database first, then the rest (see `login`).
    */
-  async claim(user: UserDoc): Promise<void> {
+  async claim(user: UserDoc, c: Context<AppEnv> | null = null): Promise<void> {
     this.logger.warn({ userId: user._id, unlinked: user.oauthAccounts.map((a) => a.provider) }, 'a verified email claimed a user made from an unverified one: every other way in is removed and its sessions end');
     await this.users.advanceEpoch(user._id, { $set: { email_verified: true, oauthAccounts: [] }, $unset: WAYS_IN_IN_DOC });
-    await this.endWaysInOutsideDoc(user._id);
+    await this.endWaysInOutsideDoc(user._id, { reason: 'claim', c, actor: { type: 'system' } });
   }
 
   /**
@@ -363,13 +384,17 @@ export class Auth {
    * apply at once. The database changes first, the sessions after (see `login`). `own`: the session
    * to keep (a change of one's own), and the epoch a credential was checked at (write only then).
    */
-  async updateUser(id: string, patch: UserPatch, own?: { keepSessionHash?: string; epoch?: number }): Promise<UserDoc> {
+  async updateUser(id: string, patch: UserPatch, own?: { keepSessionHash?: string; epoch?: number }, c: Context<AppEnv> | null = null): Promise<UserDoc> {
     const before = await this.users.get(id);
     const { isAdmin: admin, ...rest } = patch;
     if (admin === false && isAdmin(before)) await this.users.demote(id);
     const user = await this.users.update(id, admin === true ? patch : rest, own?.epoch);
     if (patch.password !== undefined) {
-      await this.endAllSessions(id, own?.keepSessionHash);
+      // Another's password: an admin's doing (the admin API), with its own revoke reason.
+      const byAdmin = c?.get('authUser')?.userId !== id;
+      const by = byAdmin ? { actor: adminActor(c) } : {};
+      await this.audit.record(c, { type: 'password.changed', ...by, subject: { userId: id, email: user.email } });
+      await this.endAllSessions(id, { reason: byAdmin ? 'admin' : 'password_changed', c, ...by }, own?.keepSessionHash);
       this.email.notify(user, 'passwordChanged');
     }
     if (isAdmin(before) !== isAdmin(user)) await this.refreshSessions(id);
@@ -398,13 +423,14 @@ export class Auth {
    * Deletes a user: never the last admin; sessions end before (a store outage stops here, before the
    * user is gone) and again after (logins that raced the deletion).
    */
-  async deleteUser(id: string): Promise<void> {
+  async deleteUser(id: string, c: Context<AppEnv> | null = null): Promise<void> {
     const user = await this.users.get(id);
     if (isAdmin(user)) await this.users.demote(id);
     await this.users.advanceEpoch(id);
-    await this.endAllSessions(id);
+    const cause: RevokeCause = { reason: 'user_deleted', c, actor: adminActor(c) };
+    await this.endAllSessions(id, cause);
     await this.users.delete(id);
-    await this.endWaysInOutsideDoc(id);
+    await this.endWaysInOutsideDoc(id, cause);
   }
 
   /**

@@ -6,6 +6,7 @@ import type { Mailer } from '../email/transport.ts';
 import type { AppEnv } from '../http/env.ts';
 import { AppError } from '../http/errors.ts';
 import type { Store } from '../store/store.ts';
+import type { AuditLog } from '../audit/log.ts';
 import { clientIp } from './client-ip.ts';
 import { EmailTokens, TOKEN_TTL, type TokenPurpose, type TokenRecord } from './email-tokens.ts';
 import type { FlowCookies } from './flow-cookies.ts';
@@ -34,11 +35,12 @@ export const invalidToken = () => new AppError(400, 'invalid_token', 'The link i
  */
 export interface SelfServiceAuth {
   readonly users: UserService;
-  claim(user: UserDoc): Promise<void>;
+  claim(user: UserDoc, c?: Context<AppEnv> | null): Promise<void>;
+  readonly audit: AuditLog;
   checkPassword(c: Context, email: string, password: string): Promise<UserDoc | null>;
   readonly passkeys: { list(userId: string): Promise<{ name: string }[]> };
   readonly accounts: { listFor(userId: string): Promise<{ provider: string }[]> };
-  endAllSessions(userId: string, keep?: string): Promise<void>;
+  endAllSessions(userId: string, cause: { reason: 'password_reset'; c: Context<AppEnv> }): Promise<void>;
 }
 
 /**
@@ -143,13 +145,14 @@ export class EmailSelfService {
    * changes, its owner is told. Either way this browser gets `svc_signup` (the same answer for both):
    * it is what later tells the maker's verification from the mailbox owner's (`verify`).
    */
-  async signup(c: Context, body: { email: string; password: string; firstname?: string; lastname?: string }): Promise<void> {
+  async signup(c: Context<AppEnv>, body: { email: string; password: string; firstname?: string; lastname?: string }): Promise<void> {
     const signupBinding = this.bindBrowser(c, SIGNUP_COOKIE, TOKEN_TTL.verify);
     const mail = await this.mayMail(body.email);
     let kind: MailKind = 'verify';
     try {
       // Never an admin: `create` tags only on `isAdmin`, which a sign-up never passes.
-      await this.auth.users.create({ ...body, email_verified: false, createdVia: 'signup', signupBinding });
+      const user = await this.auth.users.create({ ...body, email_verified: false, createdVia: 'signup', signupBinding });
+      await this.auth.audit.record(c, { type: 'user.created', actor: { type: 'anonymous' }, subject: { userId: user._id, email: user.email }, details: { via: 'signup' } });
     } catch (err) {
       if ((err as AppError).code !== 'user_exists') throw err;
       kind = 'signupExisting';
@@ -178,19 +181,23 @@ export class EmailSelfService {
    * email, or signed up by anyone without verifying) is claimed first (`Auth.claim`): whatever ways in
    * its maker added go, so proving the mailbox never hands the owner an account someone else can enter.
    */
-  private async mailboxProven(user: UserDoc, { claim = !ownsEmail(user), logsIn = false } = {}): Promise<UserDoc> {
+  private async mailboxProven(c: Context<AppEnv>, user: UserDoc, { claim = !ownsEmail(user), logsIn = false } = {}): Promise<UserDoc> {
     let epoch = epochOf(user);
     if (claim) {
-      await this.auth.claim(user);
+      await this.auth.claim(user, c);
       epoch++;
     }
     const update = { $set: { email_verified: true, updatedAt: new Date().toISOString() }, $unset: { signupBinding: true as const } };
-    if (!logsIn) return (await this.auth.users.users.updateOne({ _id: user._id }, update)) ?? user;
     // A token that logs in: only while no lifecycle event (a logout-all, a reset) came between its
     // check and now. The user handed to the login carries the token's epoch, so a later one ends it too.
-    const done = await this.auth.users.users.updateOne(atEpoch(user._id, epoch), update);
+    const done = logsIn ? await this.auth.users.users.updateOne(atEpoch(user._id, epoch), update) : ((await this.auth.users.users.updateOne({ _id: user._id }, update)) ?? user);
     if (!done) throw invalidToken();
+    if (!user.email_verified) await this.emailVerified(c, done);
     return done;
+  }
+
+  private emailVerified(c: Context<AppEnv>, user: UserDoc): Promise<void> {
+    return this.auth.audit.record(c, { type: 'email.verified', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email } });
   }
 
   /**
@@ -198,12 +205,12 @@ export class EmailSelfService {
    * the user ends. The write happens only while the epoch is the token's: a token dies when the
    * password changed another way, or when another reset won.
    */
-  async reset(token: string, newPassword: string): Promise<void> {
+  async reset(c: Context<AppEnv>, token: string, newPassword: string): Promise<void> {
     const passwordHash = await hashPassword(newPassword);
     const user = await this.holder(await this.tokens.consume('reset', token), true);
     let epoch = epochOf(user);
     if (!ownsEmail(user)) {
-      await this.auth.claim(user);
+      await this.auth.claim(user, c);
       epoch++;
     }
     const done = await this.auth.users.users.updateOne(atEpoch(user._id, epoch), {
@@ -211,7 +218,10 @@ export class EmailSelfService {
       $inc: { epoch: 1 },
     });
     if (!done) throw invalidToken();
-    await this.auth.endAllSessions(user._id);
+    const subject = { userId: done._id, email: done.email };
+    await this.auth.audit.record(c, { type: 'password.reset', actor: { type: 'user', id: done._id }, subject });
+    if (!user.email_verified) await this.emailVerified(c, done);
+    await this.auth.endAllSessions(user._id, { reason: 'password_reset', c });
     this.notify(done, 'passwordChanged');
   }
 
@@ -232,7 +242,7 @@ export class EmailSelfService {
    * claim (the sign-up may be a stranger's squatting the address): the password and every way in
    * added since go, and the answer carries a reset token so the page asks for a new password.
    */
-  async verify(c: Context, token: string, password?: string): Promise<{ user: UserDoc; passwordResetToken?: string }> {
+  async verify(c: Context<AppEnv>, token: string, password?: string): Promise<{ user: UserDoc; passwordResetToken?: string }> {
     let provedAt: number | null = null; // the epoch at which the password was proven
     if (password !== undefined) {
       const peeked = await this.tokens.peek('verify', token);
@@ -244,7 +254,7 @@ export class EmailSelfService {
     const user = await this.holder(await this.tokens.consume('verify', token), false);
     const byMaker = provedAt === epochOf(user) || this.heldBy(c, SIGNUP_COOKIE, user.signupBinding);
     const claim = !ownsEmail(user) && !(user.createdVia === 'signup' && byMaker);
-    const done = await this.mailboxProven(user, { claim });
+    const done = await this.mailboxProven(c, user, { claim });
     if (!claim) return { user: done };
     const passwordResetToken = await this.tokens.issue('reset', { userId: done._id, email: done.email, epoch: epochOf(done) });
     return { user: done, passwordResetToken };
@@ -254,14 +264,14 @@ export class EmailSelfService {
    * `POST /auth/login/link/verify`: only from the browser holding the request's `svc_magic`; a token
    * used from another browser stays usable in the right one. Returns the user to log in.
    */
-  async useMagicLink(c: Context, token: string): Promise<UserDoc> {
+  async useMagicLink(c: Context<AppEnv>, token: string): Promise<UserDoc> {
     const binding = this.cookies.read(c, MAGIC_COOKIE);
     if (!binding) throw invalidToken();
     const peeked = await this.tokens.peek('magicLink', token);
     if (!peeked || peeked.binding !== sha256hex(binding)) throw invalidToken();
     const user = await this.holder(await this.tokens.consume('magicLink', token), true);
     this.cookies.clear(c, MAGIC_COOKIE);
-    return this.mailboxProven(user, { logsIn: true }); // the login itself (Auth.login) records lastLoginAt
+    return this.mailboxProven(c, user, { logsIn: true }); // the login itself (Auth.login) records lastLoginAt
   }
 
   /** A self-signed-up user who has not verified the email yet, under `auth.signup.requireVerifiedEmail`. */

@@ -349,6 +349,12 @@ describe('@svc/client against the running app: each answer fits the client type'
     const { authorizationUrl } = await fits('linkProvider', admin.linkProvider('github'));
     expect(new URL(authorizationUrl).searchParams.get('client_id')).toBe('id');
     await fits('deleteProvider', admin.admin.deleteProvider('github'));
+    const log = await fits('audit', admin.admin.audit({ type: 'provider.*', limit: 2 }));
+    expect(log.items.map((r) => r.type)).toEqual(['provider.deleted', 'provider.updated']);
+    const more = await fits('audit', admin.admin.audit({ type: 'provider.*', limit: 2, cursor: log.nextCursor! }));
+    expect(more.items.map((r) => r.type)).toEqual(['provider.created']);
+    const own = await fits('activity', admin.activity({ limit: 1 }));
+    expect(own.items[0]).toMatchObject({ type: 'login.succeeded', subject: { email: adminUser.email } });
     await expect(admin.pendingLink()).rejects.toMatchObject({ status: 404, code: 'no_pending_link' });
   });
 

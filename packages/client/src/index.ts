@@ -149,6 +149,8 @@ export function createClient(options: ClientOptions = {}) {
 
     // 10. Account self-service
     sessions: () => call('sessions'),
+    /** What happened on your account (audit records), newest first. */
+    activity: (query: { cursor?: string; limit?: number } = {}) => call('activity', { query }),
     endSession: (id: string) => call('endSession', { params: { id } }),
     changePassword: (body: Bodies['changePassword']) => call('changePassword', { body }),
     totpEnroll: () => call('totpEnroll'),
@@ -235,6 +237,8 @@ export function createClient(options: ClientOptions = {}) {
       createProvider: (body: Bodies['createProvider']) => call('createProvider', { body }),
       updateProvider: (id: string, body: Bodies['updateProvider']) => call('updateProvider', { params: { id }, body }),
       deleteProvider: (id: string) => call('deleteProvider', { params: { id } }),
+      /** The audit log: `type` may end in `.*`; `since`/`until` ISO 8601. */
+      audit: (query: { userId?: string; type?: string; since?: string; until?: string; cursor?: string; limit?: number } = {}) => call('audit', { query }),
     },
   };
   return client;

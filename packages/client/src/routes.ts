@@ -38,6 +38,9 @@ export const routes = {
   createProvider: ['POST', '/auth/providers'],
   updateProvider: ['PATCH', '/auth/providers/:id'],
   deleteProvider: ['DELETE', '/auth/providers/:id'],
+  // 13. Audit log
+  audit: ['GET', '/auth/audit'],
+  activity: ['GET', '/auth/account/activity'],
   // 10. Account self-service
   sessions: ['GET', '/auth/sessions'],
   endSession: ['DELETE', '/auth/sessions/:id'],
@@ -186,6 +189,23 @@ export interface Page<T> {
 export interface Items<T> {
   items: T[];
 }
+/** A page of the audit log: newest first; `nextCursor` asks for the next page (null: none). */
+export interface AuditPage {
+  items: AuditRecord[];
+  nextCursor: string | null;
+}
+/** One audit record (CONTRACT 13, docs/events.md). */
+export interface AuditRecord {
+  id: string;
+  type: string;
+  at: string;
+  actor: { type: 'user' | 'admin' | 'api_key' | 'system' | 'anonymous'; id?: string };
+  subject: { userId?: string; email?: string };
+  sessionId?: string;
+  ip?: string;
+  device?: string;
+  details: Record<string, unknown>;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Request bodies, by route (routes without a body are absent)
@@ -262,6 +282,8 @@ export interface Responses {
   createProvider: ProviderDocument;
   updateProvider: ProviderDocument;
   deleteProvider: void;
+  audit: AuditPage;
+  activity: AuditPage;
   sessions: Items<OwnSession>;
   endSession: void;
   changePassword: void;

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import type { Config } from '../../config/load.ts';
 import { DuplicateKeyError } from '../../db/index.ts';
+import type { AuditLog } from '../../audit/log.ts';
 import type { AppEnv } from '../../http/env.ts';
 import type { Logger } from '../../logger.ts';
 import type { Stores } from '../../store/index.ts';
@@ -116,7 +117,8 @@ export interface FlowAuth {
   readonly sessions: SessionService;
   startSecondStep(c: Context, pending: PendingMfa): Promise<void>;
   login(c: Context<AppEnv>, user: UserDoc, provider: string, stillValid: (fresh: UserDoc) => boolean): Promise<{ session: Session; user: UserDoc } | null>;
-  claim(user: UserDoc): Promise<void>;
+  claim(user: UserDoc, c?: Context<AppEnv> | null): Promise<void>;
+  readonly audit: AuditLog;
 }
 
 export class OAuthFlow {
@@ -257,7 +259,7 @@ export class OAuthFlow {
     }
     const profile = cleanProfile(info.profile);
     if (!profile) throw new OAuthFlowError('userinfo_failed', `the provider's account id is longer than ${MAX_ACCOUNT_ID_LENGTH} characters`);
-    if (record.linkUserId) return this.connect(record.linkUserId, record.linkEpoch ?? -1, providerId, profile, record.returnTo);
+    if (record.linkUserId) return this.connect(c, record.linkUserId, record.linkEpoch ?? -1, providerId, profile, record.returnTo);
     const accountId = profile.id ?? profile.email?.toLowerCase();
     if (!accountId) throw new OAuthFlowError('no_email', 'the provider gave no email');
     const identity = { ...profile, emailVerified: emailVerifiedBy(doc, profile) };
@@ -312,7 +314,7 @@ export class OAuthFlow {
    * provider email is claimed by the verified owner instead: its other identities are unlinked and
    * its sessions end, so an unverified claim never shares an account with its owner (finding 1).
    */
-  private async resolveUser(c: Context, doc: ProviderDoc, profile: Profile, accountId: string, retry = true): Promise<UserDoc> {
+  private async resolveUser(c: Context<AppEnv>, doc: ProviderDoc, profile: Profile, accountId: string, retry = true): Promise<UserDoc> {
     const provider = doc.providerId;
     const linked = await this.accounts.findUser(provider, accountId);
     if (linked) return linked; // step 1 (also identities connected without an email)
@@ -326,8 +328,9 @@ export class OAuthFlow {
       }
       if (existing && profile.emailVerified) {
         // step 2: a verified email proves ownership of the existing account
-        if (!ownsEmail(existing)) await this.auth.claim(existing);
+        if (!ownsEmail(existing)) await this.auth.claim(existing, c);
         if (!(await this.accounts.linkIfFree(existing._id, provider, accountId, profile.email))) throw new DuplicateKeyError('svc__core-oauthaccount');
+        await this.linked(c, existing, provider);
         return (await this.auth.users.findById(existing._id)) ?? existing;
       }
       if (existing) {
@@ -339,6 +342,8 @@ export class OAuthFlow {
       // step 4: a new user; with an unverified email it can never become a takeover target (step 2)
       const user = await this.auth.users.create({ email: profile.email, ...personName(profile), email_verified: profile.emailVerified, createdVia: 'oauth' });
       await this.accounts.link(user._id, provider, accountId, profile.email);
+      await this.auth.audit.record(c, { type: 'user.created', actor: { type: 'anonymous' }, subject: { userId: user._id, email: user.email }, details: { via: 'oauth', providerId: provider } });
+      await this.linked(c, user, provider);
       return (await this.auth.users.findById(user._id)) ?? user;
     } catch (err) {
       // Two first logins raced (same email or same account): the other one won; resolve again.
@@ -354,12 +359,12 @@ export class OAuthFlow {
    * `identity_in_use` when another user holds it. A lifecycle event of that user since the flow
    * started (a claim, logout-all, a reset) ends the flow; one that races the write undoes it.
    */
-  private async connect(userId: string, epoch: number, providerId: string, profile: Profile, returnTo: string): Promise<string> {
+  private async connect(c: Context<AppEnv>, userId: string, epoch: number, providerId: string, profile: Profile, returnTo: string): Promise<string> {
     const accountId = profile.id ?? profile.email?.toLowerCase();
     if (!accountId) throw new OAuthFlowError('userinfo_failed', 'the provider gave no account id');
     const user = await this.auth.users.findById(userId);
     if (!user || epochOf(user) !== epoch) throw new OAuthFlowError('invalid_state', 'the account that started this link changed or is gone');
-    await this.linkAtEpoch(user, providerId, accountId, profile.email ?? null, new OAuthFlowError('identity_in_use', 'this identity belongs to another user'));
+    await this.linkAtEpoch(c, user, providerId, accountId, profile.email ?? null, new OAuthFlowError('identity_in_use', 'this identity belongs to another user'));
     return safeReturnPath(returnTo);
   }
 
@@ -368,13 +373,19 @@ export class OAuthFlow {
    * write, and a lifecycle event in between (whose own removal of identities may have run before
    * this write) has the link undone. `taken` is thrown when another user holds the identity.
    */
-  private async linkAtEpoch(user: UserDoc, provider: string, providerAccountId: string, email: string | null, taken: Error): Promise<void> {
+  private async linkAtEpoch(c: Context<AppEnv>, user: UserDoc, provider: string, providerAccountId: string, email: string | null, taken: Error): Promise<void> {
     if (!(await this.accounts.linkIfFree(user._id, provider, providerAccountId, email))) throw taken;
     const fresh = await this.auth.users.findById(user._id);
     if (!fresh || epochOf(fresh) !== epochOf(user)) {
       await this.accounts.unlink(user._id, provider, providerAccountId);
       throw new OAuthFlowError('invalid_state', 'the account changed while the identity was linked');
     }
+    await this.linked(c, user, provider);
+  }
+
+  /** The `oauth.linked` record: the user (actor and subject, whoever's flow it was) and the provider. */
+  private linked(c: Context<AppEnv>, user: UserDoc, providerId: string): Promise<void> {
+    return this.auth.audit.record(c, { type: 'oauth.linked', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, details: { providerId } });
   }
 
   private pendingKey(bindingId: string) {
@@ -404,7 +415,7 @@ export class OAuthFlow {
   }
 
   /** Confirms this browser's pending link of the logged-in owner; null when there is none. */
-  async confirmLink(c: Context, userId: string): Promise<PendingLink | null> {
+  async confirmLink(c: Context<AppEnv>, userId: string): Promise<PendingLink | null> {
     if (!(await this.pendingLink(c, userId))) return null;
     const raw = await this.stores.forRole('sessions').getDel(this.pendingKey(this.readCookie(c, PENDING_LINK_COOKIE)!));
     this.clearCookie(c, PENDING_LINK_COOKIE);
@@ -412,7 +423,7 @@ export class OAuthFlow {
     const pending = JSON.parse(raw) as PendingLink;
     const user = await this.auth.users.findById(userId);
     if (!user || epochOf(user) !== pending.epoch) return null;
-    await this.linkAtEpoch(user, pending.provider, pending.providerAccountId, pending.email, new OAuthFlowError('account_exists', 'this OAuth account is already linked to another user'));
+    await this.linkAtEpoch(c, user, pending.provider, pending.providerAccountId, pending.email, new OAuthFlowError('account_exists', 'this OAuth account is already linked to another user'));
     return pending;
   }
 

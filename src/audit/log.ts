@@ -50,6 +50,8 @@ export type AuditListener = (record: AuditRecord) => Promise<void> | void;
 const DAY_MS = 86_400_000;
 /** The error codes of a login step that are `login.failed` reasons (CONTRACT 13). */
 const LOGIN_FAILURES = new Set<string>(['invalid_credentials', 'invalid_code', 'invalid_passkey', 'too_many_attempts', 'email_not_verified'] satisfies LoginFailure[]);
+const REFUSAL_RECORD_INTERVAL_MS = 60_000;
+const MAX_REFUSALS_REMEMBERED = 10_000;
 /** How often each instance removes records past retention (the embedded database has no TTL index). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
@@ -64,6 +66,8 @@ const decodeCursor = (cursor: string) => Buffer.from(cursor, 'base64url').toStri
  */
 export class AuditLog {
   private readonly listeners: AuditListener[] = [];
+  /** When a `too_many_attempts` record was last written, per account and address (`firstRefusal`). */
+  private readonly refusals = new Map<string, number>();
   private sweeper?: NodeJS.Timeout;
 
   private constructor(
@@ -125,10 +129,28 @@ export class AuditLog {
     } catch (err) {
       const reason = (err as { code?: unknown }).code;
       if (typeof reason === 'string' && LOGIN_FAILURES.has(reason)) {
-        await this.record(c, { type: 'login.failed', actor: { type: 'anonymous' }, subject: subject(), sessionId: null, details: { reason } });
+        const about = subject();
+        if (reason !== 'too_many_attempts' || this.firstRefusal(c, about)) {
+          await this.record(c, { type: 'login.failed', actor: { type: 'anonymous' }, subject: about, sessionId: null, details: { reason } });
+        }
       }
       throw err;
     }
+  }
+
+  /**
+   * A locked-out caller is refused at the cost of a store read, so recording each refusal would let
+   * anyone write to the database at will: one `too_many_attempts` record per minute per account and
+   * address on each instance is the record (the wrong passwords before it are each recorded).
+   */
+  private firstRefusal(c: Context<AppEnv>, subject: AuditRecord['subject']): boolean {
+    const key = `${subject.userId ?? subject.email ?? ''}|${requestOrigin(c, this.config.server.trustProxy).ip}`;
+    const now = Date.now();
+    if ((this.refusals.get(key) ?? 0) > now - REFUSAL_RECORD_INTERVAL_MS) return false;
+    this.refusals.delete(key); // re-inserted last: the Map's order is the age order the cap drops by
+    this.refusals.set(key, now);
+    if (this.refusals.size > MAX_REFUSALS_REMEMBERED) this.refusals.delete(this.refusals.keys().next().value!);
+    return true;
   }
 
   private build(c: Context<AppEnv> | null, entry: AuditEntry): AuditRecord {
@@ -144,7 +166,9 @@ export class AuditLog {
       const session = c.get('session');
       const sessionId = entry.sessionId === undefined ? session && publicSessionId(session.hash) : entry.sessionId;
       if (sessionId) record.sessionId = sessionId;
-      Object.assign(record, requestOrigin(c, this.config.server.trustProxy));
+      const { ip, device } = requestOrigin(c, this.config.server.trustProxy);
+      if (ip) record.ip = ip;
+      record.device = device;
     } else if (entry.sessionId) {
       record.sessionId = entry.sessionId;
     }

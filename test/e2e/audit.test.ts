@@ -6,12 +6,15 @@ import { Writable } from 'node:stream';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { AUDIT_COLLECTION } from '../../src/audit/log.ts';
 import type { AuditRecord } from '../../src/audit/record.ts';
+import { randomUUID } from 'node:crypto';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
+import { MongoDatabase } from '../../src/db/mongo.ts';
 import type { Collection, Database, Doc } from '../../src/db/index.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createTestApp, type TestApp, type TestAppOptions, type TestClient } from '../support/app.ts';
 
 const redisUrl = inject('redisUrl');
+const mongoUrl = inject('mongoUrl');
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0';
 const apps: TestApp[] = [];
 afterAll(async () => {
@@ -236,6 +239,23 @@ describe('GET /auth/audit and /auth/account/activity', () => {
     expect(windowed.map((r) => r.id)).not.toContain(mine[0]!.id);
     expect((await page(admin, `/auth/audit?since=${encodeURIComponent(start)}&limit=200`)).items.length).toBeGreaterThanOrEqual(6);
     expect((await page(admin, '/auth/audit?until=2000-01-01T00:00:00Z')).items).toEqual([]);
+  });
+
+  it.runIf(mongoUrl)('on MongoDB too: the indexes (TTL included) are made, filters and paging answer alike', async () => {
+    const db = await MongoDatabase.connect(mongoUrl!.replace(/\/[^/?]*(\?|$)/, `/audit_${randomUUID().slice(0, 8)}$1`));
+    const a = await app({ db });
+    const admin = await loggedIn(a, await a.createUser({ admin: true }));
+    const user = await a.createUser();
+    for (let i = 0; i < 3; i++) await loggedIn(a, user);
+    const first = await page(admin, `/auth/audit?userId=${user.id}&type=login.*&limit=2`);
+    expect(types(first.items)).toEqual(['login.succeeded', 'login.succeeded']);
+    const rest = await page(admin, `/auth/audit?userId=${user.id}&type=login.*&limit=2&cursor=${first.nextCursor}`);
+    expect(rest.items).toHaveLength(1);
+    expect(rest.nextCursor).toBeNull();
+    expect([...first.items, ...rest.items].map((r) => r.id)).toEqual((await ofUser(admin, user.id)).map((r) => r.id));
+    expect((await page(admin, `/auth/audit?since=${encodeURIComponent(first.items[0]!.at)}`)).items.map((r) => r.id)).toContain(first.items[0]!.id);
+    expect(await a.instance.auth.audit.sweep(Date.now() + 91 * 86_400_000)).toBe(4); // the admin's login and the user's three
+    expect((await page(admin, '/auth/audit')).items).toEqual([]);
   });
 
   it('a user sees only records about themselves; /auth/audit is for admins', async () => {

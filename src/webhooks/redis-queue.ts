@@ -22,7 +22,7 @@ const CONCURRENCY = 16;
  * within about LOCK_MS + STALLED_CHECK_MS. The lock is renewed every LOCK_MS / 2 while an attempt runs.
  */
 const LOCK_MS = 15_000;
-const STALLED_CHECK_MS = 10_000;
+const STALLED_CHECK_MS = 5000;
 /** How long an enqueue may take before the event is logged as not queued (the request waits for it). */
 const ADD_TIMEOUT_MS = 3000;
 /** Finished jobs are kept this long (a job queued again with the same id within it stays one job). */

@@ -59,6 +59,7 @@ export function sendWebhook(req: AttemptRequest): Promise<AttemptResult> {
     // The rule again at send time: the switch may have been removed since the URL was saved.
     const problem = webhookUrlProblem(req.url, req.allowInsecure);
     if (problem) return resolve({ delivered: false, statusCode: null, error: `the URL ${problem}` });
+    if (req.signal?.aborted) return resolve({ delivered: false, statusCode: null, error: 'aborted: svc is stopping' });
     const url = new URL(req.url);
     const body = Buffer.from(req.body, 'utf8');
     const headers = { ...signedHeaders(req.secret, req.id, req.body), 'content-length': String(body.length) };

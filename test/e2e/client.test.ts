@@ -358,6 +358,23 @@ describe('@svc/client against the running app: each answer fits the client type'
     await expect(admin.pendingLink()).rejects.toMatchObject({ status: 404, code: 'no_pending_link' });
   });
 
+  it('admin routes: webhooks', async () => {
+    const adminUser = await t.createUser({ admin: true });
+    const admin = newClient();
+    await admin.login({ email: adminUser.email, password: adminUser.password });
+    const hook = await fits('createWebhook', admin.admin.createWebhook({ url: 'https://hooks.example.com/svc', events: ['login.*'], description: 'SIEM' }));
+    expect(hook.secret).toMatch(/^whsec_/);
+    const { items } = await fits('listWebhooks', admin.admin.listWebhooks());
+    expect(items.map((i) => i.id)).toContain(hook.id);
+    await fits('updateWebhook', admin.admin.updateWebhook(hook.id, { description: null, active: false }));
+    await fits('testWebhook', admin.admin.testWebhook(hook.id));
+    const deliveries = await fits('webhookDeliveries', admin.admin.webhookDeliveries(hook.id, { limit: 5 }));
+    expect(deliveries.items).toHaveLength(1);
+    expect(deliveries.items[0]).toMatchObject({ type: 'webhook.test', attempts: expect.any(Number) });
+    await fits('deleteWebhook', admin.admin.deleteWebhook(hook.id));
+    await expect(admin.admin.deleteWebhook(hook.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
+  });
+
   it('covered every route whose answer can be had without a browser or an identity provider', () => {
     // Passkeys need an authenticator and OAuth linking an IdP: the deployment suite (test/deploy/example-browser.test.ts) runs them.
     const elsewhere = ['oauthStart', 'returnTo', 'pendingLink', 'confirmLink', 'cancelLink', 'unlinkProvider', 'addPasskey', 'renamePasskey', 'deletePasskey', 'loginPasskey'];

@@ -239,6 +239,15 @@ export function createClient(options: ClientOptions = {}) {
       deleteProvider: (id: string) => call('deleteProvider', { params: { id } }),
       /** The audit log: `type` may end in `.*`; `since`/`until` ISO 8601. */
       audit: (query: { userId?: string; type?: string; since?: string; until?: string; cursor?: string; limit?: number } = {}) => call('audit', { query }),
+      /** Adds a webhook endpoint; keep the answer's `secret` (shown once) for the receiver. */
+      createWebhook: (body: Bodies['createWebhook']) => call('createWebhook', { body }),
+      listWebhooks: () => call('listWebhooks'),
+      updateWebhook: (id: string, body: Bodies['updateWebhook']) => call('updateWebhook', { params: { id }, body }),
+      deleteWebhook: (id: string) => call('deleteWebhook', { params: { id } }),
+      /** Queues a `webhook.test` event to the endpoint. */
+      testWebhook: (id: string) => call('testWebhook', { params: { id } }),
+      /** The endpoint's recent deliveries, newest first (`limit` 1..200, default 50). */
+      webhookDeliveries: (id: string, query: { limit?: number } = {}) => call('webhookDeliveries', { params: { id }, query }),
     },
   };
   return client;

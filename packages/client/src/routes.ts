@@ -41,6 +41,13 @@ export const routes = {
   // 13. Audit log
   audit: ['GET', '/auth/audit'],
   activity: ['GET', '/auth/account/activity'],
+  // 13. Webhooks (admin)
+  createWebhook: ['POST', '/auth/webhooks'],
+  listWebhooks: ['GET', '/auth/webhooks'],
+  updateWebhook: ['PATCH', '/auth/webhooks/:id'],
+  deleteWebhook: ['DELETE', '/auth/webhooks/:id'],
+  testWebhook: ['POST', '/auth/webhooks/:id/test'],
+  webhookDeliveries: ['GET', '/auth/webhooks/:id/deliveries'],
   // 10. Account self-service
   sessions: ['GET', '/auth/sessions'],
   endSession: ['DELETE', '/auth/sessions/:id'],
@@ -206,6 +213,29 @@ export interface AuditRecord {
   device?: string;
   details: Record<string, unknown>;
 }
+/** A webhook endpoint (CONTRACT 13, docs/events.md); its secret only in `createWebhook`'s answer. */
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  /** Audit record types, or prefixes ending in `.*`. */
+  events: string[];
+  description: string | null;
+  active: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+/** `createWebhook`: the endpoint and its signing secret (`whsec_...`), shown this once. */
+export type NewWebhookEndpoint = WebhookEndpoint & { secret: string };
+/** One event owed to an endpoint: `pending` until delivered, or `failed` once no attempts are left. */
+export interface WebhookDelivery {
+  eventId: string;
+  type: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  lastStatusCode: number | null;
+  nextAttemptAt: string | null;
+  at: string;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Request bodies, by route (routes without a body are absent)
@@ -232,6 +262,12 @@ export interface NewProvider {
   config?: Record<string, unknown>;
 }
 
+export interface NewWebhook {
+  url: string;
+  events: string[];
+  description?: string;
+}
+
 export interface Bodies {
   login: { email: string; password: string };
   createUser: NewUser;
@@ -239,6 +275,8 @@ export interface Bodies {
   returnTo: { returnTo: string };
   createProvider: NewProvider;
   updateProvider: Partial<Omit<NewProvider, 'providerId' | 'type'>>;
+  createWebhook: NewWebhook;
+  updateWebhook: { url?: string; events?: string[]; description?: string | null; active?: boolean };
   changePassword: { currentPassword: string; newPassword: string };
   totpConfirm: { code: string };
   totpDisable: { code: string } | { password: string };
@@ -284,6 +322,13 @@ export interface Responses {
   deleteProvider: void;
   audit: AuditPage;
   activity: AuditPage;
+  createWebhook: NewWebhookEndpoint;
+  listWebhooks: Items<WebhookEndpoint>;
+  updateWebhook: WebhookEndpoint;
+  deleteWebhook: void;
+  /** 202: queued (the service's answer names its `eventId`; `webhookDeliveries` lists it first). */
+  testWebhook: void;
+  webhookDeliveries: Items<WebhookDelivery>;
   sessions: Items<OwnSession>;
   endSession: void;
   changePassword: void;

@@ -12,6 +12,10 @@ import { checkedSeeds } from './plugins/seeds.ts';
 import { Mailer } from './email/transport.ts';
 import { createLogger } from './logger.ts';
 import { Stores } from './store/index.ts';
+import { EmbeddedDatabase } from './db/embedded.ts';
+import type { Database } from './db/index.ts';
+import { FAILING_AFTER, failingEndpoints } from './webhooks/health.ts';
+import { WEBHOOK_COLLECTION } from './webhooks/endpoints.ts';
 
 export type Verdict = 'ok' | 'warn' | 'fail';
 export interface Check {
@@ -201,6 +205,7 @@ async function environmentChecks(config: Config, env: NodeJS.ProcessEnv, appRoot
   const onlyDev = (name: string, risky: boolean, detail: string, fix: string, fine = 'not set') => add(name, !risky ? 'ok' : production ? 'fail' : 'warn', risky ? `${detail}${production ? ' in production' : ''}` : fine, fix);
   onlyDev('HIDE_SECRETS', !config.env.hideSecrets, 'HIDE_SECRETS=false: the cache list shows passwords and tokens', 'remove HIDE_SECRETS (secret values stay redacted in the cache list)', 'secret values are redacted in the cache list');
   onlyDev('SVC_ALLOW_INSECURE_PROVIDER_URLS', config.env.allowInsecureProviderUrls, 'set: OAuth provider URLs may be plain http: to any host', 'remove SVC_ALLOW_INSECURE_PROVIDER_URLS (client secrets and tokens would cross the network in clear text)');
+  onlyDev('SVC_ALLOW_INSECURE_WEBHOOK_URLS', config.env.allowInsecureWebhookUrls, 'set: webhook URLs may be plain http: and point to private or loopback addresses', 'remove SVC_ALLOW_INSECURE_WEBHOOK_URLS (events would cross the network in clear, and an admin could make svc call internal services)');
   onlyDev('SVC_ADMIN_PASSWORD', Boolean(env.SVC_ADMIN_PASSWORD), 'still set', 'remove SVC_ADMIN_PASSWORD from the deployment once the bootstrap admin exists (change that password after the first login)');
   // The app's plugins/: none when the app root is svc's own checkout (its plugins/ are the bundled ones).
   const pluginsDir = appPluginsDir(appRoot);
@@ -255,7 +260,9 @@ async function environmentChecks(config: Config, env: NodeJS.ProcessEnv, appRoot
   if (config.env.mongodbUrl) {
     const problem = await mongoProblem(config.env.mongodbUrl);
     add('MongoDB reachable', problem ? 'fail' : 'ok', problem ?? 'ping answered', 'start MongoDB or fix MONGODB_URL');
+    if (!problem) await webhookCheck(config, add);
   } else {
+    await webhookCheck(config, add);
     add('MongoDB', production ? 'fail' : 'warn', 'MONGODB_URL not set: the embedded database (one process, one folder)', 'set MONGODB_URL for production and for several instances');
   }
 
@@ -274,6 +281,40 @@ async function environmentChecks(config: Config, env: NodeJS.ProcessEnv, appRoot
     if (loaded) add('email links', listed ? 'ok' : 'fail', `links in mails go to ${linkBase}${listed ? '' : ', which is not in SVC_FRONTEND_URLS'}`, 'set auth.email.linkBaseUrl to a frontend listed in SVC_FRONTEND_URLS: its pages POST the tokens, and other origins are refused (csrf_failed)');
   } else {
     add('mail', 'ok', 'SVC_SMTP_URL not set: sign-up, verification, password reset and magic links are off (501 email_not_configured)');
+  }
+}
+
+/**
+ * Webhook endpoints whose last FAILING_AFTER deliveries all failed (a receiver down, a URL gone, a
+ * secret it no longer takes): read from the database, as the deliveries route shows them. The embedded
+ * database is read only when svc is not running on it (one process at a time) and it has endpoints.
+ */
+async function webhookCheck(config: Config, add: Add): Promise<void> {
+  let db: Database;
+  try {
+    if (config.env.mongodbUrl) {
+      const { MongoDatabase } = await import('./db/mongo.ts');
+      db = await MongoDatabase.connect(config.env.mongodbUrl);
+    } else {
+      if (!existsSync(path.join(config.env.dataDir, `${WEBHOOK_COLLECTION}.db`))) return;
+      db = new EmbeddedDatabase(config.env.dataDir);
+    }
+  } catch (err) {
+    add('webhooks', 'ok', `not checked: ${(err as Error).message.replace(/\/\/[^@/]*@/g, '//***@')}`);
+    return;
+  }
+  try {
+    const failing = await failingEndpoints(db);
+    if (!failing.length) return add('webhooks', 'ok', `no endpoint failed its last ${FAILING_AFTER} deliveries`);
+    const list = failing.map((f) => `${f.id} (${f.url}: ${f.lastError ?? `status ${f.lastStatusCode}`}, failing since ${f.since})`).join('; ');
+    add(
+      'webhooks',
+      'warn',
+      `${failing.length === 1 ? 'an endpoint' : `${failing.length} endpoints`} failed the last ${FAILING_AFTER} deliveries: ${list}`,
+      'check the receiver (GET /auth/webhooks/<id>/deliveries shows each attempt; the log has "webhook delivery attempt failed" lines), or set it inactive (PATCH active: false) or delete it',
+    );
+  } finally {
+    await db.close();
   }
 }
 

@@ -3,6 +3,8 @@ import { jobId, type AttemptRunner, type DeliveryJob, type DeliveryQueue } from 
 
 /** Attempts under way at once; more wait their turn. */
 const CONCURRENCY = 16;
+/** An attempt that could not run (the database is down) runs again after this long. */
+const RUN_AGAIN_MS = 30_000;
 
 /**
  * The delivery queue of a process without Redis (the embedded store): timers in this process. It
@@ -49,9 +51,10 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
           if (outcome === 'retry') void this.add({ ...job, done: attempt }, this.retryDelayMs(attempt));
         })
         .catch((err: unknown) => {
-          // The attempt could not be recorded (database down): it stays pending and is made after a restart.
+          // The database could not be read or written (it is down): the same attempt again a little later.
           this.running.delete(id);
-          this.logger.error({ err, webhookId: job.webhookId, eventId: job.eventId }, 'webhook delivery attempt failed to run; it is made again after a restart');
+          this.logger.error({ err, webhookId: job.webhookId, eventId: job.eventId }, `a webhook delivery attempt could not run; trying again in ${RUN_AGAIN_MS / 1000} s`);
+          void this.add(job, RUN_AGAIN_MS);
         })
         .finally(() => this.next());
       this.running.set(id, work);

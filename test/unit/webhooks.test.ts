@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.ts';
 import { DELIVERY_TIMEOUT_MS, sendWebhook, signedHeaders } from '../../src/webhooks/send.ts';
 import { guardedLookup, isPrivateAddress, PrivateAddressError, webhookUrlProblem } from '../../src/webhooks/url-rule.ts';
 import { freePort } from '../support/spawn.ts';
@@ -79,6 +80,30 @@ describe('the webhook URL rule', () => {
     expect(one).toEqual(['8.8.8.8', 4]);
     const all = await new Promise<unknown>((resolve) => guardedLookup('8.8.8.8', { all: true }, (e, addresses) => resolve(addresses)));
     expect(all).toEqual([{ address: '8.8.8.8', family: 4 }]);
+  });
+});
+
+describe('SVC_ALLOW_INSECURE_WEBHOOK_URLS and auth.webhooks.retrySchedule', () => {
+  const env = (extra: Record<string, string>) => ({ SVC_APP_PATH: '/nonexistent-app-root', ...extra });
+
+  it('1 or true allows (with a start-up warning), 0, false or unset refuses, anything else stops start-up', async () => {
+    for (const value of ['1', 'true', ' TRUE ']) {
+      const { config, warnings } = await loadConfig(env({ SVC_ALLOW_INSECURE_WEBHOOK_URLS: value }), { raw: {} });
+      expect(config.env.allowInsecureWebhookUrls, value).toBe(true);
+      expect(warnings.some((w) => w.startsWith('SVC_ALLOW_INSECURE_WEBHOOK_URLS=1'))).toBe(true);
+    }
+    for (const value of ['0', 'false', '']) {
+      const { config, warnings } = await loadConfig(env({ SVC_ALLOW_INSECURE_WEBHOOK_URLS: value }), { raw: {} });
+      expect(config.env.allowInsecureWebhookUrls, value).toBe(false);
+      expect(warnings.some((w) => w.includes('WEBHOOK'))).toBe(false);
+    }
+    await expect(loadConfig(env({ SVC_ALLOW_INSECURE_WEBHOOK_URLS: 'yes' }), { raw: {} })).rejects.toThrow(/SVC_ALLOW_INSECURE_WEBHOOK_URLS must be 1/);
+  });
+
+  it('the retry schedule: seconds >= 0, default [5,30,120,600,3600,21600,86400]', async () => {
+    expect((await loadConfig(env({}), { raw: {} })).config.auth.webhooks.retrySchedule).toEqual([5, 30, 120, 600, 3600, 21600, 86400]);
+    expect((await loadConfig(env({}), { raw: { auth: { webhooks: { retrySchedule: [] } } } })).config.auth.webhooks.retrySchedule).toEqual([]);
+    await expect(loadConfig(env({}), { raw: { auth: { webhooks: { retrySchedule: [-1] } } } })).rejects.toThrow(/retrySchedule/);
   });
 });
 

@@ -27,6 +27,8 @@ const STALLED_CHECK_MS = 5000;
 const ADD_TIMEOUT_MS = 3000;
 /** Finished jobs are kept this long (a job queued again with the same id within it stays one job). */
 const KEEP_FINISHED = { age: 86_400, count: 10_000 };
+/** The longest a shutdown waits for the worker (an attempt takes at most the 10 s delivery timeout). */
+const CLOSE_TIMEOUT_MS = 15_000;
 /** Errors of a down Redis are logged once per this interval, not once per retry. */
 const ERROR_LOG_INTERVAL_MS = 30_000;
 
@@ -120,9 +122,15 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     }
   }
 
-  /** Lets the attempts under way finish (each within the delivery timeout), then lets go of Redis. */
+  /**
+   * Lets the attempts under way finish (each within the delivery timeout), then lets go of Redis. Never
+   * longer than CLOSE_TIMEOUT_MS (Redis down at shutdown): a job cut short is found stalled and made again.
+   */
   async close(): Promise<void> {
-    await Promise.allSettled([this.worker.close(), this.queue.close()]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS)));
+    await Promise.race([Promise.allSettled([this.worker.close(), this.queue.close()]), late]);
+    clearTimeout(timer);
     for (const c of this.connections) c.disconnect();
   }
 }

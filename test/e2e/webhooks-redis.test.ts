@@ -10,7 +10,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
-import { sleep, startSvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
+import { redisServerAvailable, startPrivateRedis } from '../support/private-redis.ts';
+import { freePort, sleep, startSvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 
 const redisUrl = inject('redisUrl');
@@ -182,5 +183,38 @@ describe.skipIf(!redisUrl || !mongoUrl)('an instance killed (SIGKILL) with a del
     expect(delivery).toMatchObject({ status: 'delivered', attempts: 2 });
     await sleep(3500); // past the schedule's next slot: no third request
     expect(rx.byId(eventId)).toHaveLength(2);
+  });
+});
+
+describe.skipIf(!redisServerAvailable)('Redis goes away and comes back', () => {
+  it('the queue rides it out (no unhandled error, no crash) and delivers again once Redis is back', async () => {
+    const port = await freePort();
+    let redis = await startPrivateRedis(port);
+    const rx = await startReceiver();
+    const t = await createTestApp({ redisUrl: redis.url, env: ALLOW, config: { auth: { webhooks: { retrySchedule: [0.5] } } } });
+    try {
+      const a = await t.createUser({ admin: true });
+      const admin = t.client();
+      await admin.login(a.email, a.password);
+      const res = await admin.fetch('/auth/webhooks', { method: 'POST', json: { url: `${rx.url}/outage`, events: ['login.failed'] } });
+      const hook = (await res.json()) as { id: string; secret: string };
+      rx.secrets.set('/outage', hook.secret);
+      await redis.kill('SIGKILL');
+      await sleep(3000); // the worker's blocking read, lock renewals and stalled checks all fail meanwhile
+      redis = await startPrivateRedis(port);
+      // The session was in the Redis that went away: log in again once svc is back on it.
+      for (let i = 0; i < 100 && (await t.fetch('/health')).status !== 200; i++) await sleep(100);
+      await admin.login(a.email, a.password);
+      const sent = await admin.fetch(`/auth/webhooks/${hook.id}/test`, { method: 'POST' });
+      expect(sent.status).toBe(202);
+      const { eventId } = (await sent.json()) as { eventId: string };
+      const [got] = await rx.waitFor(1, { path: '/outage', timeoutMs: 20_000 });
+      expect(got!.headers['webhook-id']).toBe(eventId);
+      expect(got!.verified).toBe(true);
+    } finally {
+      await t.close();
+      await rx.close();
+      await redis.kill('SIGTERM');
+    }
   });
 });

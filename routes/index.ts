@@ -3,6 +3,7 @@ import type { ServerInstance } from '../src/instance.ts';
 import { changeOwnPassword, disconnectAccount, endOwnSession, listConnectedAccounts, listOwnSessions, startConnect } from './auth/account.ts';
 import { checkResetToken, forgotPassword, requestMagicLink, requestVerification, resetPassword, signup, useMagicLink, verifyEmail } from './auth/email.ts';
 import { listAudit, ownActivity } from './auth/audit.ts';
+import { createApiKey, deleteApiKey, deleteUserApiKey, listApiKeys, listUserApiKeys } from './auth/api-keys.ts';
 import { downloadAsset, downloadSessionAsset, mintAssetToken } from './auth/assets.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
@@ -55,6 +56,11 @@ const factories = [
   getUser,
   updateUser,
   deleteUser,
+  createApiKey,
+  listApiKeys,
+  deleteApiKey,
+  listUserApiKeys,
+  deleteUserApiKey,
   listAudit,
   createWebhook,
   listWebhooks,

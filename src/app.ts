@@ -16,7 +16,8 @@ import { buildOpenApi } from './http/openapi.ts';
 import { corsOrigin, originCheck } from './http/origins.ts';
 import { DEFAULT_HEADERS, nodeResponse, presetHeader, requestIdFor } from './http/response-headers.ts';
 import { nodeRequest, requestHeader } from './http/request-headers.ts';
-import { defineRoute, mountPlugin, mountRoutes, requireCaller, routesOf, type RouteDefinition } from './http/route.ts';
+import { apiKeyGate, declaredScopes, defineRoute, mountPlugin, mountRoutes, requireCaller, routesOf, type RouteDefinition } from './http/route.ts';
+import { bearerApiKey } from './auth/api-keys.ts';
 import { MemoTrieRouter } from './http/router.ts';
 import type { ServerInstance } from './instance.ts';
 import type { LoadedPlugin } from './plugins/loader.ts';
@@ -103,14 +104,16 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
    * GET from the app's own pages, any non-browser client) goes straight on: reading `c.req.raw.body`
    * makes @hono/node-server build a full Request (measured: ~11% of the session route's CPU), `cors`
    * would rewrite the finished response (Vary) onto the slow streaming path (~5%), and the origin
-   * check has nothing to check.
+   * check has nothing to check. A request with an API key skips the origin check (CONTRACT 15): the key,
+   * not a cookie, authenticates it (cookies sent along are ignored), and no other site can make a browser send it.
    */
   const guards: SyncAwareLayer<AppEnv> = function guards(c, next) {
     const fromBrowser = requestHeader(c, 'origin') !== undefined;
     const hasBody = requestHeader(c, 'content-length') !== undefined || requestHeader(c, 'transfer-encoding') !== undefined;
     if (!fromBrowser && !hasBody) return next();
     const later = promised(next);
-    const checked = fromBrowser ? () => corsHandler(c, () => checkOrigin(c, later) as Promise<void>) as Promise<void> : later;
+    const withKey = fromBrowser && bearerApiKey(requestHeader(c, 'authorization')) !== undefined;
+    const checked = fromBrowser ? () => corsHandler(c, () => (withKey ? later() : checkOrigin(c, later)) as Promise<void>) as Promise<void> : later;
     return hasBody ? bodyLimiter(c, checked) : checked();
   };
   // The session hook, and `global.requireAuthentication`'s guard right after it, as one layer.
@@ -118,7 +121,10 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   const callerRules = { judgesAnonymous: (hook: object) => guestAwareHooks.has(hook), unauthenticated: unauthenticatedError };
   const caller = config.global.requireAuthentication ? requireCaller(appMiddleware, callerRules) : null;
   const sessionHook = instance.auth.sessionHook;
-  const session: SyncAwareLayer<AppEnv> = caller ? (c, next) => sessionHook(c, () => caller(c, next)) : sessionHook;
+  // API keys reach only the routes that take them (CONTRACT 15): checked right after the hook resolved the key.
+  const keyGate = apiKeyGate(appMiddleware);
+  const afterSession: SyncAwareLayer<AppEnv> = caller ? (c, next) => keyGate(c, () => caller(c, next)) : keyGate;
+  const session: SyncAwareLayer<AppEnv> = (c, next) => sessionHook(c, () => afterSession(c, next));
   /** The end of a request the hooks saw through: the hooks' answer if they gave one (a CORS preflight), and the log line. */
   const answered = (c: Context<AppEnv>, res: unknown, started: number): void => {
     if (res instanceof Response && !c.finalized) c.res = res;
@@ -176,6 +182,8 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
     ...docsRoutes(),
   ] as RouteDefinition[];
   // Built after `documentation` so the document lists its own routes too.
+  // The scopes a new API key may hold: those the mounted routes declare (`authenticate({scopes})` adds its own).
+  instance.auth.apiKeys.declare(declaredScopes([...core, ...plugins.flatMap((p) => routesOf(p.app))]));
   const openApi = buildOpenApi([{ prefix: '', routes: [...core, ...documentation] }, ...plugins.map((p) => ({ prefix: p.prefix, routes: routesOf(p.app) }))], {
     title: 'svc',
     version: '0.2.0',

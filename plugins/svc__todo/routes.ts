@@ -4,6 +4,9 @@ import { createTodoSchema, todoParams, updateTodoSchema } from './schemas.ts';
 import type { TodoService } from './service.ts';
 
 const tags = ['svc__todo'];
+/** What an API key needs here (CONTRACT 15): reading, or changing. Sessions and guests need none. */
+const read = ['svc__todo:read'];
+const write = ['svc__todo:write'];
 
 /**
  * Who is asking: the logged-in user, or a work-session guest, who reads as the user named in
@@ -19,7 +22,8 @@ function viewer(c: Context<AppEnv>): AuthUser {
 
 /**
  * The routes of the reference plugin: one factory each (SPEC.md "Reference plugin routes"). Every
- * route needs a session or a work session; data goes out in the `{ data }` wrapper (CONTRACT section 2).
+ * route needs a session, a work session, or an API key with the route's scope (`svc__todo:read` or
+ * `svc__todo:write`); data goes out in the `{ data }` wrapper (CONTRACT section 2).
  */
 export function todoRoutes(instance: PluginInstance, todos: TodoService) {
   const authenticate = instance.auth.authenticatedOrWorksession(instance.plugin.key);
@@ -28,6 +32,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       method: 'GET',
       path: '/all',
       onRequest: authenticate,
+      scopes: read,
       config: { type: 'dataList' },
       schema: { summary: 'List todos', description: 'Your items; an admin sees every user\'s items.', tags },
       handler: async (c) => {
@@ -39,6 +44,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       method: 'GET',
       path: '/todo/:_id',
       onRequest: authenticate,
+      scopes: read,
       config: { type: 'dataRead' },
       schema: { summary: 'Read a todo', tags, params: todoParams },
       handler: async (c, { params }) => c.json({ data: await todos.get(viewer(c), params._id) }),
@@ -47,6 +53,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       method: 'POST',
       path: '/todo',
       onRequest: authenticate,
+      scopes: write,
       config: { type: 'dataCreate' },
       schema: { summary: 'Create a todo', description: 'With `broadcast: true`, emits `coreTodoCreated`.', tags, body: createTodoSchema },
       handler: async (c, { body }) => {
@@ -59,6 +66,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       method: 'PATCH',
       path: '/todo/:_id',
       onRequest: authenticate,
+      scopes: write,
       config: { type: 'dataUpdate' },
       schema: { summary: 'Change a todo', tags, params: todoParams, body: updateTodoSchema },
       handler: async (c, { params, body }) => c.json({ data: await todos.update(viewer(c), params._id, body) }),
@@ -67,6 +75,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       method: 'DELETE',
       path: '/todo/:_id',
       onRequest: authenticate,
+      scopes: write,
       config: { type: 'dataDelete' },
       schema: { summary: 'Delete a todo (soft: the record is kept, flagged)', tags, params: todoParams },
       handler: async (c, { params }) => c.json({ data: await todos.remove(viewer(c), params._id) }),
@@ -75,6 +84,7 @@ export function todoRoutes(instance: PluginInstance, todos: TodoService) {
       method: 'DELETE',
       path: '/todo/:_id/hard',
       onRequest: authenticate,
+      scopes: write,
       config: { type: 'dataDelete' },
       schema: { summary: 'Delete a todo for good', tags, params: todoParams },
       handler: async (c, { params }) => c.json({ data: await todos.removeHard(viewer(c), params._id) }),

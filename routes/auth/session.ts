@@ -7,7 +7,7 @@ import { DEFAULT_HEADERS, requestIdFor } from '../../src/http/response-headers.t
 import { logRequest, requestStarted } from '../../src/logger.ts';
 import type { Auth } from '../../src/auth/index.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
-import type { AppEnv } from '../../src/http/env.ts';
+import type { ApiKeyCaller, AppEnv } from '../../src/http/env.ts';
 import * as v from 'valibot';
 import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
 import { epochOf, toPublicUser, type UserDoc } from '../../src/auth/users.ts';
@@ -105,7 +105,12 @@ export const logoutAll = ({ auth }: ServerInstance) =>
 /** `GET /auth/session`: the current session; `?expand=user` adds the user. */
 export const session = ({ auth }: ServerInstance) => {
   const withUser = async (c: Context<AppEnv>, body: object) => {
-    const user = await auth.users.findById(c.get('session')!.userId);
+    const user = await auth.users.findById(c.get('authUser')!.userId);
+    if (!user && c.get('apiKey')) {
+      // The key of a user removed behind our back dies like a session would.
+      await auth.apiKeys.revokeAll(c.get('apiKey')!.userId);
+      throw new AppError(401, 'invalid_api_key', 'This API key is unknown, expired or revoked');
+    }
     if (!user) {
       // The user was removed behind our back (e.g. in the database): this session dies, through
       // the auth API so its provider token blobs go too. Only this one: the id may belong to another
@@ -119,16 +124,19 @@ export const session = ({ auth }: ServerInstance) => {
   return defineRoute({
     method: 'GET',
     path: '/auth/session',
-    onRequest: auth.authenticate(),
+    // Any API key may ask who it is (CONTRACT 15), whatever its scopes.
+    onRequest: auth.authenticate({ scopes: [] }),
     config: { type: 'authSession' },
     schema: {
       summary: 'The current session',
+      description: 'With an API key: `"provider":"api_key"` and `"apiKey":{"id","scopes"}`; `createdAt`/`expiresAt` are the key\'s (`expiresAt` null: never).',
       tags: ['auth'],
       query: v.strictObject({ expand: v.optional(v.picklist(['user'])) }),
     },
     // Not async: without `expand` the answer is ready at once (see `dispatchSynchronously`).
     handler: (c, { query }) => {
-      const body = sessionAnswer(c.get('session')!);
+      const key = c.get('apiKey');
+      const body = key ? keyAnswer(key, c.get('authUser')!.isAdmin) : sessionAnswer(c.get('session')!);
       return query.expand === 'user' ? withUser(c, body) : c.json(body);
     },
   });
@@ -136,6 +144,16 @@ export const session = ({ auth }: ServerInstance) => {
 
 /** The answer of `GET /auth/session` (without `expand`). */
 const sessionAnswer = (s: Session) => ({ userId: s.userId, isAdmin: s.isAdmin, provider: s.provider, createdAt: isoTime(s.createdAt), expiresAt: isoTime(s.expiresAt), totp: s.totp === true });
+
+/** The answer of `GET /auth/session` to an API key (CONTRACT 15). */
+const keyAnswer = (k: ApiKeyCaller, isAdmin: boolean) => ({
+  userId: k.userId,
+  isAdmin,
+  provider: 'api_key',
+  createdAt: isoTime(k.createdAt),
+  expiresAt: k.expiresAt === null ? null : isoTime(k.expiresAt),
+  apiKey: { id: k.id, scopes: k.scopes },
+});
 
 type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -145,7 +163,7 @@ type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
  * body, status and headers (request id, DEFAULT_HEADERS, the refreshed session cookie, JSON), the
  * same session lookup (one GETEX, or none from the local cache) and the same access log line. It
  * takes only the plainest form of the request: exactly this path (or `/api/auth/session`), no query,
- * no body, no `Origin` (no CORS, no origin check to apply), and a session cookie that holds a
+ * no body, no `Origin` (no CORS, no origin check to apply), no `Authorization`, and a session cookie that holds a
  * session. Everything else goes to the app, which answers it as before (a cookie found to hold no
  * session is not looked up twice, and a store's failure is answered there without asking again:
  * `auth.lookedUp`). Why: a Request, a Context, the router and a Response per request were
@@ -178,7 +196,8 @@ export function sessionLane({ auth, logger }: ServerInstance, next: NodeListener
   return (req, res) => {
     if (req.method !== 'GET' || (req.url !== '/auth/session' && req.url !== '/api/auth/session')) return next(req, res);
     const { headers } = req;
-    if (headers.origin !== undefined || headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return next(req, res);
+    // An Authorization header (an API key wins over the cookie) goes to the app too.
+    if (headers.origin !== undefined || headers.authorization !== undefined || headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return next(req, res);
     const id = cookieOf(headers.cookie, auth.cookieName);
     if (!id) return next(req, res);
     const started = requestStarted(logger);

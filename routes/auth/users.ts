@@ -86,7 +86,7 @@ export const updateUser = ({ auth }: ServerInstance) =>
     },
     handler: async (c, { params, body }) => {
       if (body.password !== undefined || (body.isAdmin !== undefined && body.isAdmin !== isAdmin(await auth.users.get(params.id)))) await auth.assertFresh(c);
-      const keep = c.get('authUser')!.userId === params.id ? c.get('session')!.hash : undefined;
+      const keep = c.get('authUser')!.userId === params.id ? c.get('session')?.hash : undefined; // no session: an admin's API key
       const user = await auth.updateUser(params.id, body, { keepSessionHash: keep }, c);
       const fields = Object.keys(body).filter((k) => body[k as keyof typeof body] !== undefined);
       await auth.audit.record(c, { type: 'user.updated', actor: adminActor(c), subject: { userId: user._id, email: user.email }, details: { fields } });

@@ -8,7 +8,9 @@ import type { AppEnv } from '../http/env.ts';
 import { AppError, forbidden } from '../http/errors.ts';
 import { isPending, syncAwareLayer, type SyncAwareLayer } from '../http/dispatch.ts';
 import { dropPresetHeader, presetHeader } from '../http/response-headers.ts';
-import { nodeRequest } from '../http/request-headers.ts';
+import { nodeRequest, requestHeader } from '../http/request-headers.ts';
+import { acceptsApiKeys, apiKeyNotAllowed, checkScopes } from '../http/route.ts';
+import { ADMIN_SCOPE, ApiKeyService, bearerApiKey } from './api-keys.ts';
 import type { Logger } from '../logger.ts';
 import type { Stores } from '../store/index.ts';
 import type { Store } from '../store/store.ts';
@@ -41,8 +43,13 @@ import { loginMethod } from '../audit/methods.ts';
 export type PermissionResolver = (permission: string, c: Context<AppEnv>) => boolean | undefined | Promise<boolean | undefined>;
 
 export interface AuthenticateOptions {
-  /** Require the `ADMIN` tag: 403 `forbidden` for others. */
+  /** Require the `ADMIN` tag: 403 `forbidden` for others. API keys need the `auth:admin` scope. */
   admin?: boolean;
+  /**
+   * Take API keys holding these scopes (CONTRACT 15; `[]`: any key); a key without one of them gets
+   * 403 `insufficient_scope`. Absent: keys get 403 `api_key_not_allowed`.
+   */
+  scopes?: string[];
 }
 
 /** Why sessions end and who ended them, for their `session.revoked` records (CONTRACT 13). */
@@ -56,6 +63,7 @@ export interface RevokeCause {
 
 /** 401 for a caller without a session; `legacy_token` when it still speaks 0.1.x (Bearer/authToken). */
 export function unauthenticatedError(c: Context): AppError {
+  if (bearerApiKey(c.req.header('authorization')) !== undefined) return new AppError(401, 'invalid_api_key', 'This API key is unknown, expired or revoked');
   if (/^bearer\s/i.test(c.req.header('authorization') ?? '') || readCookie(c, 'authToken') !== undefined) {
     return new AppError(401, 'legacy_token', 'This client uses the old token login, which no longer works: log in again');
   }
@@ -98,6 +106,8 @@ export class Auth {
   readonly audit: AuditLog;
   /** Signed webhooks (CONTRACT 13): endpoints, the delivery queue and its records. */
   readonly webhooks: Webhooks;
+  /** API keys (CONTRACT 15): made, listed, revoked, and resolved by the session hook. */
+  readonly apiKeys: ApiKeyService;
   private readonly logger: Logger;
   private readonly waysInStore: Store;
 
@@ -105,8 +115,9 @@ export class Auth {
     readonly config: Config,
     readonly sessions: SessionService,
     readonly users: UserService,
-    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger; mailer: Mailer; audit: AuditLog; webhooks: Webhooks },
+    parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger; mailer: Mailer; audit: AuditLog; webhooks: Webhooks; apiKeys: ApiKeyService },
   ) {
+    this.apiKeys = parts.apiKeys;
     this.workSessions = parts.workSessions;
     this.audit = parts.audit;
     this.webhooks = parts.webhooks;
@@ -134,7 +145,8 @@ export class Auth {
     // First: a bad mail template stops start-up before anything is opened.
     const mailer = new Mailer(config, logger);
     const sessions = new SessionService(stores.forRole('sessions'), config, logger);
-    await sessions.startLocalCache();
+    const apiKeys = await ApiKeyService.open(db, stores.forRole('sessions'), config, logger);
+    await sessions.startLocalCache([apiKeys.tracked()].filter((t) => t !== null));
     const users = await UserService.open(db);
     const providers = await ProviderService.open(db, config);
     if (!providers.secrets.encrypts) {
@@ -146,7 +158,7 @@ export class Auth {
     const passkeys = await PasskeyService.open(db, stores.forRole('sessions'), config, new FlowCookies(config));
     const audit = await AuditLog.open(db, config, logger);
     const webhooks = await Webhooks.open({ config, db, store: stores.forRole('sessions'), logger, audit, secrets: providers.secrets });
-    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, passkeys, logger, mailer, audit, webhooks });
+    return new Auth(config, sessions, users, { stores, providers, accounts, workSessions, passkeys, logger, mailer, audit, webhooks, apiKeys });
   }
 
   // SPEC.md "Login handlers" and provider token blobs, for plugins.
@@ -363,7 +375,18 @@ export class Auth {
   private async endWaysInOutsideDoc(userId: string, cause: RevokeCause): Promise<void> {
     await this.accounts.unlinkAll(userId);
     await this.passkeys.removeAll(userId);
+    await this.revokeApiKeys(userId, cause);
     await this.endAllSessions(userId, cause);
+  }
+
+  /**
+   * Revokes a user's API keys, every one or those holding `scope` (a demotion: `auth:admin`), with one
+   * `api_key.revoked` record each. A reset, a claim, `not_me` and a deletion revoke all (CONTRACT 15).
+   */
+  async revokeApiKeys(userId: string, cause: RevokeCause, scope?: string): Promise<void> {
+    for (const keyId of await this.apiKeys.revokeAll(userId, scope)) {
+      await this.audit.record(cause.c ?? null, { type: 'api_key.revoked', ...(cause.actor ? { actor: cause.actor } : {}), subject: { userId }, details: { keyId, reason: cause.reason } });
+    }
   }
 
   /**
@@ -387,7 +410,10 @@ export class Auth {
   async updateUser(id: string, patch: UserPatch, own?: { keepSessionHash?: string; epoch?: number }, c: Context<AppEnv> | null = null): Promise<UserDoc> {
     const before = await this.users.get(id);
     const { isAdmin: admin, ...rest } = patch;
-    if (admin === false && isAdmin(before)) await this.users.demote(id);
+    if (admin === false && isAdmin(before)) {
+      await this.users.demote(id);
+      await this.revokeApiKeys(id, { reason: 'admin', c, actor: adminActor(c) }, ADMIN_SCOPE);
+    }
     const user = await this.users.update(id, admin === true ? patch : rest, own?.epoch);
     if (patch.password !== undefined) {
       // Another's password: an admin's doing (the admin API), with its own revoke reason.
@@ -429,6 +455,7 @@ export class Auth {
     await this.users.advanceEpoch(id);
     const cause: RevokeCause = { reason: 'user_deleted', c, actor: adminActor(c) };
     await this.endAllSessions(id, cause);
+    await this.revokeApiKeys(id, cause);
     await this.users.delete(id);
     await this.endWaysInOutsideDoc(id, cause);
   }
@@ -521,6 +548,7 @@ export class Auth {
 
   /** `requireFresh` inside a handler, for a route that needs step-up only for some bodies (an admin granting admin). */
   async assertFresh(c: Context<AppEnv>): Promise<void> {
+    if (c.get('apiKey')) throw apiKeyNotAllowed('This needs a session that proved who it is recently (step-up): an API key cannot');
     const session = c.get('session');
     if (!session) throw unauthenticatedError(c);
     if (Date.now() - (await this.sessions.authenticatedAt(session)) > this.config.auth.session.freshAge * 1000) {
@@ -535,6 +563,8 @@ export class Auth {
    */
   readonly sessionHook: SyncAwareLayer<AppEnv> = syncAwareLayer((c: Context<AppEnv>, next: () => unknown) => {
     c.set('can', (permission) => this.can(c, permission));
+    const key = bearerApiKey(requestHeader(c, 'authorization'));
+    if (key !== undefined) return this.useApiKey(c, key, next); // the key wins: cookies sent along are ignored
     const id = readCookie(c, this.cookieName);
     if (!id) return next();
     const incoming = nodeRequest(c);
@@ -570,6 +600,16 @@ export class Auth {
   private lookupFailed(c: Context<AppEnv>, err: unknown, next: () => unknown): unknown {
     if (c.req.path === '/health') return next();
     throw err;
+  }
+
+  /** A request with an API key (CONTRACT 15): the same `authUser`, with `provider: "api_key"` and the key's scopes. */
+  private useApiKey(c: Context<AppEnv>, key: string, next: () => unknown): Promise<unknown> {
+    return this.apiKeys.authenticate(key).then((caller) => {
+      // Admin rights go with the `auth:admin` scope, which only an admin's key holds (a demotion revokes it).
+      c.set('authUser', { userId: caller.userId, isAdmin: caller.scopes.includes(ADMIN_SCOPE), provider: 'api_key', apiKey: { id: caller.id, scopes: caller.scopes } });
+      c.set('apiKey', caller);
+      return next();
+    });
   }
 
   /** What a request learns from its session: the caller, the session, and the refreshed cookie. */
@@ -613,17 +653,28 @@ export class Auth {
 
   /**
    * Route hook: 401 `unauthenticated` without a session, 403 `forbidden` for a non-admin when
-   * `{ admin: true }`. Usage: `onRequest: instance.auth.authenticate({ admin: true })`.
+   * `{ admin: true }`. API keys (CONTRACT 15) pass only with `scopes` (`[]`: any key) or `admin` (the
+   * key needs `auth:admin`): 403 `insufficient_scope` for a key lacking one, `api_key_not_allowed` where
+   * the route takes no keys. Usage: `onRequest: instance.auth.authenticate({ admin: true })`,
+   * `instance.auth.authenticate({ scopes: ['svc__todo:read'] })`.
    */
   authenticate(opts: AuthenticateOptions = {}): MiddlewareHandler<AppEnv> {
+    // The scopes a key needs here: the route's own, and `auth:admin` for admin routes (CONTRACT 15).
+    const scopes = opts.scopes || opts.admin ? [...new Set([...(opts.scopes ?? []), ...(opts.admin ? [ADMIN_SCOPE] : [])])] : undefined;
+    if (opts.scopes) this.apiKeys.declare(opts.scopes);
     // Not async: nothing to wait for before `next`, whose answer it passes on as it comes.
     const authenticate: SyncAwareLayer<AppEnv> = (c, next) => {
       const user = c.get('authUser');
       if (!user) throw unauthenticatedError(c);
+      if (user.apiKey) {
+        if (scopes) checkScopes(c, scopes);
+        else if (!c.get('apiKeyAccepted')) throw apiKeyNotAllowed();
+      }
       if (opts.admin && !user.isAdmin) throw forbidden('This needs an administrator');
       return next();
     };
-    return syncAwareLayer(authenticate) as MiddlewareHandler<AppEnv>;
+    const layer = syncAwareLayer(authenticate);
+    return (scopes ? acceptsApiKeys(layer, scopes) : layer) as MiddlewareHandler<AppEnv>;
   }
 
   /**

@@ -41,6 +41,7 @@ export interface SelfServiceAuth {
   readonly passkeys: { list(userId: string): Promise<{ name: string }[]> };
   readonly accounts: { listFor(userId: string): Promise<{ provider: string }[]> };
   endAllSessions(userId: string, cause: { reason: 'password_reset'; c: Context<AppEnv> }): Promise<void>;
+  revokeApiKeys(userId: string, cause: { reason: 'password_reset'; c: Context<AppEnv> }): Promise<void>;
 }
 
 /**
@@ -201,8 +202,8 @@ export class EmailSelfService {
   }
 
   /**
-   * `POST /auth/password/reset`: sets the password, the email counts as verified, and every session of
-   * the user ends. The write happens only while the epoch is the token's: a token dies when the
+   * `POST /auth/password/reset`: sets the password, the email counts as verified, and every session and
+   * API key of the user ends. The write happens only while the epoch is the token's: a token dies when the
    * password changed another way, or when another reset won.
    */
   async reset(c: Context<AppEnv>, token: string, newPassword: string): Promise<void> {
@@ -222,6 +223,7 @@ export class EmailSelfService {
     await this.auth.audit.record(c, { type: 'password.reset', actor: { type: 'user', id: done._id }, subject });
     if (!user.email_verified) await this.emailVerified(c, done);
     await this.auth.endAllSessions(user._id, { reason: 'password_reset', c });
+    await this.auth.revokeApiKeys(user._id, { reason: 'password_reset', c }); // a reset revokes keys too (CONTRACT 15); a change does not
     this.notify(done, 'passwordChanged');
   }
 

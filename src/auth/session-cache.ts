@@ -12,9 +12,9 @@ type Stamp = 'pushedAt' | 'seenAt';
  * (three per entry; measured: 3 MB less live heap per 100,000 cached sessions). Past 24 days of uptime they are
  * number objects again, as correct, only larger.
  */
-interface Entry {
+interface Entry<R> {
   /** Null until read, and again once Redis says the key changed. */
-  record: SessionRecord | null;
+  record: R | null;
   /** When `record` was read from the store (ms since `base`): records older than the hard age are read again. */
   readAt: number;
   /** When this instance last pushed the session's sliding TTL (ms since `base`); survives invalidations. */
@@ -29,7 +29,7 @@ interface Entry {
  * Every field set from the start, so V8 keeps them all inside the object: stamps added later would
  * go to a separate property array (measured: 38 bytes more per cached session).
  */
-function newEntry(record: SessionRecord | null, readAt: number): Entry {
+function newEntry<R>(record: R | null, readAt: number): Entry<R> {
   return { record, readAt, pushedAt: undefined, seenAt: undefined, used: false };
 }
 
@@ -47,14 +47,14 @@ function newEntry(record: SessionRecord | null, readAt: number): Entry {
  *   does not report (a half-open socket).
  * It also remembers when this instance last pushed each sliding TTL (`touchInterval`) and wrote each
  * "last seen", in the same entry: one map, one key string per session (100,000 sessions: see
- * bench/session-cache-memory.ts).
+ * bench/session-cache-memory.ts). API key records (auth/api-keys.ts) are kept the same way, in a cache of their own.
  * Bounded by count, evicting with the CLOCK rule (an LRU approximation): `Map` keeps insertion order,
  * a use only flags its entry, and when the cache is full the oldest entry goes unless it was used
  * since, in which case it loses its flag and moves to the young end. A use costs no Map write
  * (moving the entry on every use cost a hot session about half a microsecond per request).
  */
-export class SessionCache {
-  private readonly entries = new Map<string, Entry>();
+export class SessionCache<R = SessionRecord> {
+  private readonly entries = new Map<string, Entry<R>>();
   /** hash -> the token of the read in flight; an invalidation deletes it. */
   private readonly reading = new Map<string, object>();
   private live = false;
@@ -67,7 +67,7 @@ export class SessionCache {
   ) {}
 
   /** The cached record, or undefined: not cached, too old, or the cache is not live. */
-  get(hash: string, now: number): SessionRecord | undefined {
+  get(hash: string, now: number): R | undefined {
     const entry = this.entries.get(hash);
     if (!entry?.record) return undefined;
     if (this.since(now) - entry.readAt >= this.maxAgeMs) {
@@ -83,7 +83,7 @@ export class SessionCache {
    * write its "last seen": `seenAt`), not done within `intervalMs`; if so, counts it as done.
    */
   due(hash: string, stamp: Stamp, now: number, intervalMs: number): boolean {
-    const entry = this.entries.get(hash) ?? this.add(hash, newEntry(null, 0));
+    const entry = this.entries.get(hash) ?? this.add(hash, newEntry<R>(null, 0));
     const last = entry[stamp];
     const at = this.since(now);
     if (last !== undefined && at - last < intervalMs) return false;
@@ -117,7 +117,7 @@ export class SessionCache {
   }
 
   /** Keeps what the read found (null: no session) unless an invalidation came between begin and now; `readAt`: epoch ms. */
-  finish(hash: string, token: object, record: SessionRecord | null, readAt: number): void {
+  finish(hash: string, token: object, record: R | null, readAt: number): void {
     if (this.reading.get(hash) !== token) return;
     this.reading.delete(hash);
     if (!record || !this.live) return;
@@ -153,7 +153,7 @@ export class SessionCache {
     this.reading.clear();
   }
 
-  private add(hash: string, entry: Entry): Entry {
+  private add(hash: string, entry: Entry<R>): Entry<R> {
     // Room first (the new entry is never the one to go): the oldest entry goes, unless used since
     // the sweep last passed it; then it moves to the young end without its flag, and the next oldest
     // is looked at. Each use buys one pass. At most SWEEP_STEPS second chances per eviction, so that a

@@ -34,6 +34,12 @@ export const SEEN_INTERVAL_MS = 60_000;
 /** Bounds the memory of which sessions this instance marked seen recently. */
 const SEEN_MEMORY = 50_000;
 
+/** Keys under `prefix` whose records `cache` keeps (`startLocalCache`): the cache is told what Redis says of them. */
+export interface TrackedPrefix {
+  prefix: string;
+  cache: Pick<SessionCache<unknown>, 'invalidate' | 'clear' | 'setLive'>;
+}
+
 /** A session found by `lookup`; `pushed`: this lookup pushed its sliding TTL back (the cookie is refreshed). */
 export interface LookedUp {
   session: Session;
@@ -103,19 +109,27 @@ export class SessionService {
   /**
    * Starts the local cache's invalidations (`auth.session.localCache`). Until Redis confirms tracking,
    * and whenever the tracking connection is lost, lookups go to the store as without the cache.
+   * `others`: more prefixes kept the same way (API key records), on the same tracking connection.
    */
-  async startLocalCache(): Promise<void> {
+  async startLocalCache(others: TrackedPrefix[] = []): Promise<void> {
     const cache = this.cache;
     if (!cache || !this.store.track) return;
     const sessionPrefix = this.key('');
+    const tracked: TrackedPrefix[] = [{ prefix: sessionPrefix, cache }, ...others];
     let wasLive: boolean | undefined; // one line per change: a reconnect reports "off" from several events
     try {
-      this.stopTracking = await this.store.track(sessionPrefix, {
+      this.stopTracking = await this.store.track(tracked.map((t) => t.prefix), {
         invalidate: (keys) => {
-          if (keys === null) return cache.clear();
-          for (const key of keys) if (key.startsWith(sessionPrefix)) cache.invalidate(key.slice(sessionPrefix.length));
+          if (keys === null) {
+            for (const t of tracked) t.cache.clear();
+            return;
+          }
+          for (const key of keys) {
+            for (const t of tracked) if (key.startsWith(t.prefix)) t.cache.invalidate(key.slice(t.prefix.length));
+          }
         },
         live: (on) => {
+          for (const t of others) t.cache.setLive(on);
           cache.setLive(on);
           if (on === wasLive) return;
           wasLive = on;

@@ -110,6 +110,16 @@ export const configSchema = v.strictObject({
         }),
         {},
       ),
+      /** API keys (CONTRACT 15, docs/api-keys.md): live keys per user, and requests per key per minute (all instances together). */
+      apiKeys: v.optional(
+        v.strictObject({
+          maxPerUser: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000)), 20),
+          rateLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000)), 600),
+        }),
+        {},
+      ),
+      /** Device login (CONTRACT 15, RFC 8628): seconds a device code lives. */
+      deviceFlow: v.optional(v.strictObject({ ttl: v.optional(v.pipe(v.number(), v.integer(), v.minValue(60), v.maxValue(3600)), 600) }), {}),
       /** Login by a link sent by mail (CONTRACT 12): `POST /auth/login/link`; needs SVC_SMTP_URL. */
       magicLink: v.optional(v.strictObject({ enabled: v.optional(v.boolean(), false) }), {}),
       /** Mails with links (CONTRACT 12): where the links point, and the subjects. */
@@ -122,6 +132,8 @@ export const configSchema = v.strictObject({
               verify: v.optional(linkPath, '/verify-email'),
               reset: v.optional(linkPath, '/reset-password'),
               magicLink: v.optional(linkPath, '/login/link'),
+              /** The device login page (CONTRACT 15): `verification_uri`. */
+              device: v.optional(linkPath, '/device'),
             }),
             {},
           ),

@@ -2,7 +2,20 @@
 export interface AuthUser {
   userId: string;
   isAdmin: boolean;
+  /** `password`, an OAuth provider id, ... or `api_key` for a request made with an API key. */
   provider: string;
+  /** Present when an API key (`Authorization: Bearer svc_...`) authenticated the request (CONTRACT 15). */
+  apiKey?: { id: string; scopes: string[] };
+}
+
+/** The API key behind a key request's `authUser` (CONTRACT 15): what `GET /auth/session` tells of it. Times are epoch ms. */
+export interface ApiKeyCaller {
+  id: string;
+  userId: string;
+  scopes: string[];
+  createdAt: number;
+  /** null: never expires. */
+  expiresAt: number | null;
 }
 
 // The session record and the session a request sees are declared here, beside the Variables that carry
@@ -35,6 +48,10 @@ export interface AppVariables {
   /** The session behind `authUser` (its `hash` is the `sid` of provider token blobs). */
   session?: Session;
   workSession?: WorkSessionGuest;
+  /** The API key behind `authUser` on a key request (never together with `session`). */
+  apiKey?: ApiKeyCaller;
+  /** A route layer that takes keys (`scopes`) let this key request through: `authenticate()` lets it pass too. */
+  apiKeyAccepted?: boolean;
   /** `c.get('can')('permission')`: the permission resolver chain. */
   can: (permission: string) => Promise<boolean>;
   /** The session hook re-issued the session cookie on this response (sliding mode). */

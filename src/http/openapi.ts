@@ -1,6 +1,6 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
-import type { RouteDefinition } from './route.ts';
+import { routeKeyScopes, type RouteDefinition } from './route.ts';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -55,12 +55,15 @@ export function buildOpenApi(groups: { prefix: string; routes: RouteDefinition[]
   for (const { prefix, routes } of groups) {
     for (const route of routes) {
       const path = openApiPath(`${prefix}${route.path}`);
+      // A route that takes API keys says which scopes a key needs (CONTRACT 15); others take the cookie only.
+      const keyScopes = route.config?.public ? undefined : routeKeyScopes(route);
       const operation: JsonSchema = {
         summary: route.schema.summary,
         ...(route.schema.description ? { description: route.schema.description } : {}),
         tags: route.schema.tags ?? [],
         operationId: `${route.method.toLowerCase()}${path.replace(/[^A-Za-z0-9]+(.)?/g, (_, ch: string | undefined) => (ch ?? '').toUpperCase())}`,
         ...(route.config?.public ? { security: [] } : {}),
+        ...(keyScopes ? { security: [{ sessionCookie: [] }, { bearerAuth: [...keyScopes] }], 'x-svc-scopes': [...keyScopes] } : {}),
         parameters: parameters(route),
         ...(route.schema.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.schema.body) } } } } : {}),
         responses: { '2XX': { description: 'Success' }, '4XX': errorResponse, '5XX': errorResponse },
@@ -76,7 +79,15 @@ export function buildOpenApi(groups: { prefix: string; routes: RouteDefinition[]
     security: [{ sessionCookie: [] }],
     paths,
     components: {
-      securitySchemes: { sessionCookie: { type: 'apiKey', in: 'cookie', name: 'sid_app', description: 'The session cookie set by POST /auth/login' } },
+      securitySchemes: {
+        sessionCookie: { type: 'apiKey', in: 'cookie', name: 'sid_app', description: 'The session cookie set by POST /auth/login' },
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'svc_<43 base64url characters>',
+          description: 'An API key (POST /auth/api-keys, or the device login) in `Authorization: Bearer svc_...`. Only routes whose security lists bearerAuth take one, and the key must hold the scopes listed there (docs/api-keys.md).',
+        },
+      },
       responses: {
         Error: {
           description: 'An error (CONTRACT section 2)',

@@ -33,15 +33,21 @@ export interface RouteDefinition<B = unknown, Q = unknown, P = unknown> {
   onRequest?: MiddlewareHandler<AppEnv> | MiddlewareHandler<AppEnv>[];
   /** `optionalBody`: a request with no body at all is validated as `{}` (e.g. a command with no arguments). */
   config?: { type?: string; public?: boolean; optionalBody?: boolean };
+  /**
+   * The route takes API keys (CONTRACT 15) holding every one of these scopes (`<pluginKey>:<action>`);
+   * `[]`: any key. Absent: a key gets 403 `api_key_not_allowed`. Sessions are not affected.
+   */
+  scopes?: string[];
   schema: RouteSchema<B, Q, P>;
   handler: (c: Context<AppEnv>, input: { body: Out<B>; query: Out<Q>; params: Out<P> }) => Response | Promise<Response>;
 }
 
 /**
- * Declares a route with its input types inferred from its schemas. Usage:
+ * Declares a route with its input types inferred from its schemas. `scopes`: API keys holding them
+ * may call it too (CONTRACT 15). Usage:
  * ```ts
  * export const createTodo = (instance: ServerInstance) => defineRoute({
- *   method: 'POST', path: '/todo', onRequest: instance.auth.authenticate(),
+ *   method: 'POST', path: '/todo', onRequest: instance.auth.authenticate(), scopes: ['svc__todo:write'],
  *   schema: { summary: 'Create a todo', body: createSchema },
  *   handler: async (c, { body }) => c.json({ data: await service.create(body) }, 201),
  * });
@@ -199,6 +205,8 @@ function optionalJsonBody(schema: AnySchema, validate: MiddlewareHandler<AppEnv>
 const publicHandlers = new WeakSet<object>();
 // The 405 fallbacks match every method of a path, so they must not decide whether a path is public.
 const fallbackHandlers = new WeakSet<object>();
+// The handlers `mountRoutes` ends each route with: past one, later matches never run.
+const finalHandlers = new WeakSet<object>();
 const COMPOSED_HANDLER = '__COMPOSED_HANDLER'; // where Hono's `route()` keeps a wrapped sub-app handler
 
 /** Whether `handler`, or the one Hono wrapped into it when mounting a sub-app, passes `test`. */
@@ -218,6 +226,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
   const methodsByPath = new Map<string, Set<HttpMethod>>();
   for (const route of routes) {
     const chain: MiddlewareHandler<AppEnv>[] = [];
+    if (route.scopes) chain.push(scopeLayer(route.scopes));
     chain.push(...[route.onRequest ?? []].flat());
     const { body, query, params } = route.schema as RouteSchema<AnySchema | undefined, AnySchema | undefined, AnySchema | undefined>;
     if (params) chain.push(vValidator('param', params, failOnIssues));
@@ -236,6 +245,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: RouteDefinition[]): void 
       } as never);
     });
     if (route.config?.public) publicHandlers.add(handler);
+    finalHandlers.add(handler);
     app.on(route.method, route.path, ...(chain as [MiddlewareHandler<AppEnv>]), handler);
     const methods = methodsByPath.get(route.path) ?? new Set();
     methods.add(route.method);
@@ -300,3 +310,86 @@ export function requireCaller(appMiddleware: WeakSet<object>, rules: CallerRules
     return next();
   };
 }
+
+// ---------------------------------------------------------------------------------------------
+// API keys (CONTRACT 15): which route layers take them, and the scopes they ask for.
+
+/** Route layers that take API keys, with the scopes each asks for. */
+const keyLayers = new WeakMap<object, readonly string[]>();
+
+/** Marks `layer` as taking API keys that hold `scopes` (`authenticate({scopes})`, `defineRoute({scopes})`). */
+export function acceptsApiKeys<T extends object>(layer: T, scopes: readonly string[]): T {
+  keyLayers.set(layer, scopes);
+  return layer;
+}
+
+/**
+ * For a key request (`authUser.apiKey`): 403 `insufficient_scope` unless the key holds every one of
+ * `scopes`; else the request counts as let through by a layer that takes keys. Sessions pass as they are.
+ */
+export function checkScopes(c: Context<AppEnv>, scopes: readonly string[]): void {
+  const key = c.get('authUser')?.apiKey;
+  if (!key) return;
+  const missing = scopes.filter((s) => !key.scopes.includes(s));
+  if (missing.length) throw new AppError(403, 'insufficient_scope', `This API key lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`);
+  c.set('apiKeyAccepted', true);
+}
+
+/** `defineRoute({scopes})`'s first layer. */
+function scopeLayer(scopes: readonly string[]): MiddlewareHandler<AppEnv> {
+  const layer: SyncAwareLayer<AppEnv> = (c, next) => {
+    checkScopes(c, scopes);
+    return next();
+  };
+  return acceptsApiKeys(syncAwareLayer(layer), scopes) as MiddlewareHandler<AppEnv>;
+}
+
+/** The scopes an API key needs for `route` (`[]`: any key), or undefined: the route takes no key. */
+export function routeKeyScopes(route: RouteDefinition): readonly string[] | undefined {
+  if (route.scopes) return route.scopes;
+  const hooks = [route.onRequest ?? []].flat() as object[];
+  const scoped = hooks.filter((h) => keyLayers.has(h));
+  return scoped.length ? [...new Set(scoped.flatMap((h) => keyLayers.get(h)!))] : undefined;
+}
+
+/** Every scope the routes declare (`defineRoute({scopes})`): what a new API key may ask for. */
+export function declaredScopes(routes: RouteDefinition[]): string[] {
+  return [...new Set(routes.flatMap((r) => r.scopes ?? []))];
+}
+
+const SAFE = new Set(['GET', 'HEAD']);
+
+/**
+ * The app-wide rule for API keys (CONTRACT 15), for key requests only: a route takes a key when one of
+ * its layers says so (`defineRoute({scopes})`, `authenticate({scopes})`, `authenticate({admin:true})`);
+ * any other route answers 403 `api_key_not_allowed` before a handler sees the key's user. Public routes
+ * read with GET serve a key caller as anonymous (`/health`, `/openapi.json`). Paths that match no
+ * route fall through to 404/405. `appMiddleware` are the app-wide hooks, which do not count as routes.
+ */
+export function apiKeyGate(appMiddleware: WeakSet<object>): SyncAwareLayer<AppEnv> {
+  const is = (set: WeakSet<object>) => (handler: object) => either((h) => set.has(h), handler);
+  const isFallback = is(fallbackHandlers);
+  const isFinal = is(finalHandlers);
+  const takesKeys = (handler: object) => either((h) => keyLayers.has(h), handler);
+  return function apiKeyGate(c, next) {
+    if (!c.get('authUser')?.apiKey) return next();
+    let matched = false;
+    let open = false;
+    for (const r of matchedRoutes(c)) {
+      if (appMiddleware.has(r.handler) || isFallback(r.handler)) continue;
+      matched = true;
+      if (takesKeys(r.handler)) return next();
+      if (isPublicHandler(r.handler)) open = true;
+      if (isFinal(r.handler)) break; // what matches after the route that answers never runs
+    }
+    if (!matched) return next();
+    if (open && SAFE.has(c.req.method)) {
+      c.set('authUser', undefined);
+      return next();
+    }
+    throw apiKeyNotAllowed();
+  };
+}
+
+/** 403 `api_key_not_allowed`: this route takes sessions only. */
+export const apiKeyNotAllowed = (why = 'This route does not accept API keys: call it with a session') => new AppError(403, 'api_key_not_allowed', why);

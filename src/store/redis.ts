@@ -329,7 +329,7 @@ export class RedisStore implements Store {
    * and the set-up runs again (then `live(true)`) on every reconnect. A server that refuses the set-up
    * (Redis before 6, a proxy) leaves tracking off for good, with one warning.
    */
-  async track(prefix: string, listener: TrackingListener): Promise<() => Promise<void>> {
+  async track(prefix: string | string[], listener: TrackingListener): Promise<() => Promise<void>> {
     if ((this.client as Cluster).isCluster) throw new Error('a Redis Cluster cannot track keys for a local cache (tracking is per node)');
     const conn = (this.client as Redis).duplicate({ protocol: 2, autoResubscribe: false, enableReadyCheck: true });
     let stopped = false;
@@ -337,7 +337,7 @@ export class RedisStore implements Store {
     const setUp = async () => {
       try {
         const id = await conn.client('ID');
-        await conn.call('CLIENT', 'TRACKING', 'ON', 'REDIRECT', String(id), 'BCAST', 'PREFIX', prefix);
+        await conn.call('CLIENT', 'TRACKING', 'ON', 'REDIRECT', String(id), 'BCAST', ...[prefix].flat().flatMap((p) => ['PREFIX', p]));
         await conn.subscribe(INVALIDATE_CHANNEL);
         if (conn.status === 'ready') listener.live(true);
       } catch (err) {

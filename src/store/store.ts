@@ -75,10 +75,10 @@ export interface Store {
   subscribe(channel: string, onMessage: (message: string) => void, onResume?: () => void): Promise<Subscription>;
   /**
    * Server-assisted invalidation of what a process keeps of keys under `prefix` (Redis `CLIENT TRACKING`
-   * in broadcasting mode). Absent where the store cannot do it: the embedded store (in-process anyway)
-   * and a Redis Cluster. Returns a function that stops tracking.
+   * in broadcasting mode; several prefixes: one connection for all). Absent where the store cannot do
+   * it: the embedded store (in-process anyway) and a Redis Cluster. Returns a function that stops tracking.
    */
-  track?(prefix: string, listener: TrackingListener): Promise<() => Promise<void>>;
+  track?(prefix: string | string[], listener: TrackingListener): Promise<() => Promise<void>>;
   /**
    * A Redis connection of its own (an ioredis client or Cluster), for a library that speaks Redis
    * itself: the socket.io adapter that carries realtime events between instances. Absent on the

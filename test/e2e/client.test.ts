@@ -358,6 +358,25 @@ describe('@svc/client against the running app: each answer fits the client type'
     await expect(admin.pendingLink()).rejects.toMatchObject({ status: 404, code: 'no_pending_link' });
   });
 
+  it('API keys: make, list, revoke; an admin lists and revokes a user\'s', async () => {
+    const adminUser = await t.createUser({ admin: true });
+    const admin = newClient();
+    await admin.login({ email: adminUser.email, password: adminUser.password });
+    const user = await t.createUser();
+    const svc = newClient();
+    await svc.login({ email: user.email, password: user.password });
+    const made = await fits('createApiKey', svc.createApiKey({ name: 'ci', scopes: ['svc__todo:read'], expiresAt: null }));
+    expect(made.key).toMatch(/^svc_/);
+    const other = await fits('createApiKey', svc.createApiKey({ name: 'cd', scopes: [] }));
+    const { items } = await fits('apiKeys', svc.apiKeys());
+    expect(items.map((k) => k.id)).toEqual([made.id, other.id]);
+    await fits('userApiKeys', admin.admin.userApiKeys(user.id));
+    await fits('deleteUserApiKey', admin.admin.deleteUserApiKey(user.id, other.id));
+    await fits('deleteApiKey', svc.deleteApiKey(made.id));
+    await expect(svc.deleteApiKey(made.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    expect((await svc.apiKeys()).items).toEqual([]);
+  });
+
   it('admin routes: webhooks', async () => {
     const adminUser = await t.createUser({ admin: true });
     const admin = newClient();

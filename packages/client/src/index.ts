@@ -182,6 +182,12 @@ export function createClient(options: ClientOptions = {}) {
     linkProvider: (provider: string) => call('linkProvider', { params: { provider } }),
     unlinkProvider: (provider: string, providerAccountId: string) => call('unlinkProvider', { params: { provider, providerAccountId } }),
 
+    // 15. API keys (step-up to make one: see `withStepUp`)
+    /** A new API key; keep the answer's `key` (shown once). */
+    createApiKey: (body: Bodies['createApiKey']) => call('createApiKey', { body }),
+    apiKeys: () => call('apiKeys'),
+    deleteApiKey: (id: string) => call('deleteApiKey', { params: { id } }),
+
     // 11. Passkeys
     registerPasskey,
     passkeys: () => call('passkeys'),
@@ -232,6 +238,8 @@ export function createClient(options: ClientOptions = {}) {
       createUser: (body: Bodies['createUser']) => call('createUser', { body }),
       updateUser: (id: string, body: Bodies['updateUser']) => call('updateUser', { params: { id }, body }),
       deleteUser: (id: string) => call('deleteUser', { params: { id } }),
+      userApiKeys: (id: string) => call('userApiKeys', { params: { id } }),
+      deleteUserApiKey: (id: string, keyId: string) => call('deleteUserApiKey', { params: { id, keyId } }),
       availableProviders: () => call('availableProviders'),
       listProviders: () => call('listProviders'),
       createProvider: (body: Bodies['createProvider']) => call('createProvider', { body }),

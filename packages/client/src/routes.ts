@@ -41,6 +41,12 @@ export const routes = {
   // 13. Audit log
   audit: ['GET', '/auth/audit'],
   activity: ['GET', '/auth/account/activity'],
+  // 15. API keys (your own, and a user's as admin)
+  createApiKey: ['POST', '/auth/api-keys'],
+  apiKeys: ['GET', '/auth/api-keys'],
+  deleteApiKey: ['DELETE', '/auth/api-keys/:id'],
+  userApiKeys: ['GET', '/auth/users/:id/api-keys'],
+  deleteUserApiKey: ['DELETE', '/auth/users/:id/api-keys/:keyId'],
   // 13. Webhooks (admin)
   createWebhook: ['POST', '/auth/webhooks'],
   listWebhooks: ['GET', '/auth/webhooks'],
@@ -157,6 +163,27 @@ export interface Passkey {
   createdAt: string;
   lastUsedAt?: string | null;
 }
+/** An API key as lists show it: never the key itself. */
+export interface ApiKey {
+  id: string;
+  name: string;
+  /** `svc_` and the key's first 8 characters, to tell keys apart. */
+  prefix: string;
+  scopes: string[];
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+}
+/** `createApiKey`: the key (`svc_...`), shown this once. */
+export interface CreatedApiKey {
+  id: string;
+  name: string;
+  key: string;
+  prefix: string;
+  scopes: string[];
+  createdAt: string;
+  expiresAt: string | null;
+}
 export interface TotpEnrollment {
   otpauthUri: string;
   /** A `data:image/...` URL of the QR code of `otpauthUri`. */
@@ -270,6 +297,8 @@ export interface NewWebhook {
 
 export interface Bodies {
   login: { email: string; password: string };
+  /** `scopes`: `<pluginKey>:<action>` as routes declare them, `auth:admin` for admins; `expiresAt`: ISO time, null or absent: never. */
+  createApiKey: { name: string; scopes: string[]; expiresAt?: string | null };
   createUser: NewUser;
   updateUser: { firstname?: string; lastname?: string; password?: string; isAdmin?: boolean };
   returnTo: { returnTo: string };
@@ -300,6 +329,11 @@ export interface Bodies {
 /** What each route answers on success (`void`: 204 or 202 with an empty object). */
 export interface Responses {
   login: LoginResult;
+  createApiKey: CreatedApiKey;
+  apiKeys: Items<ApiKey>;
+  deleteApiKey: void;
+  userApiKeys: Items<ApiKey>;
+  deleteUserApiKey: void;
   logout: void;
   logoutAll: void;
   session: Session;

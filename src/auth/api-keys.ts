@@ -1,0 +1,357 @@
+/**
+ * API keys (CONTRACT 15): `svc_` + 32 random bytes (base64url), shown once. The database keeps the
+ * key's SHA-256, never the key (`svc__core-apikey`, the source of truth: listing, revocation); the store
+ * keeps the record a request needs under `api-key:<sha256hex>`, read like a session record: one store
+ * read, or none from the local cache (`auth.session.localCache`), which Redis key tracking keeps exact
+ * (a DELETE on any instance drops the record everywhere at once). A record missing from the store (Redis
+ * flushed, or its TTL passed) is read again from the database and put back.
+ *
+ * Each request with a key counts against the key's limit first (`INCR` of a per-minute counter, on
+ * every instance together), then the limit is checked: 429 `rate_limited` with `Retry-After`.
+ * `lastUsedAt` is written at most once a minute per key, after the answer.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config } from '../config/load.ts';
+import type { Collection, Database } from '../db/index.ts';
+import type { ApiKeyCaller } from '../http/env.ts';
+import { AppError, validationFailed } from '../http/errors.ts';
+import type { Context } from 'hono';
+import type { AuditLog } from '../audit/log.ts';
+import type { AppEnv } from '../http/env.ts';
+import type { Store } from '../store/store.ts';
+import { sha256hex } from './hash.ts';
+import { epochOf, isAdmin, type UserDoc, type UserService } from './users.ts';
+import { SessionCache } from './session-cache.ts';
+import type { TrackedPrefix } from './sessions.ts';
+
+export const API_KEY_COLLECTION = 'svc__core-apikey';
+/** The scope that lets an admin's key reach the admin routes. */
+export const ADMIN_SCOPE = 'auth:admin';
+/** `svc_` and 43 base64url characters (32 bytes). */
+const KEY_PATTERN = /^svc_[A-Za-z0-9_-]{43}$/;
+/** `<pluginKey>:<action>`. */
+export const SCOPE_PATTERN = /^[a-z0-9_]+:[a-z0-9_.-]+$/;
+/** A key's `prefix`: what its owner sees of it in lists (`svc_` and the first 8 characters). */
+const PREFIX_LENGTH = 12;
+/** A never-expiring record stays in the store this long unused (it is read back from the database after). */
+const STORE_TTL = 7 * 86400;
+/** `lastUsedAt`: at most once per key per minute. */
+const USED_INTERVAL_MS = 60_000;
+const USED_MEMORY = 50_000;
+const RATE_WINDOW = 60;
+
+/** A key in the database. */
+export interface ApiKeyDoc {
+  _id: string;
+  userId: string;
+  name: string;
+  /** SHA-256 hex of the key (unique). */
+  hash: string;
+  prefix: string;
+  scopes: string[];
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+}
+
+/** What its owner (and an admin) sees of a key: never the key. */
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: string[];
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+}
+
+/** The store record of a key (`api-key:<hash>`): what a request needs. Times are epoch ms. */
+interface ApiKeyRecord {
+  id: string;
+  userId: string;
+  scopes: string[];
+  createdAt: number;
+  expiresAt: number | null;
+}
+
+export interface NewApiKey {
+  name: string;
+  scopes: string[];
+  /** ISO time; absent or null: never. */
+  expiresAt?: string | null;
+}
+
+const view = (d: ApiKeyDoc): ApiKeyView => ({ id: d._id, name: d.name, prefix: d.prefix, scopes: d.scopes, createdAt: d.createdAt, expiresAt: d.expiresAt, lastUsedAt: d.lastUsedAt });
+const recordOf = (d: ApiKeyDoc): ApiKeyRecord => ({ id: d._id, userId: d.userId, scopes: d.scopes, createdAt: Date.parse(d.createdAt), expiresAt: d.expiresAt === null ? null : Date.parse(d.expiresAt) });
+
+export const invalidApiKey = () => new AppError(401, 'invalid_api_key', 'This API key is unknown, expired or revoked');
+
+/**
+ * The key of an `Authorization` header that carries one (`Bearer svc_...`, any case of `Bearer`), as
+ * sent (maybe malformed); undefined for any other header value (a 0.1.x token keeps `legacy_token`).
+ */
+export function bearerApiKey(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const scheme = /^bearer[ \t]+/i.exec(header);
+  if (!scheme) return undefined;
+  const value = header.slice(scheme[0].length).trim();
+  return value.startsWith('svc_') ? value : undefined;
+}
+
+/** Keys not expired at `now` (ISO). */
+const live = (now: string) => ({ $or: [{ expiresAt: null }, { expiresAt: { $gt: now } }] });
+
+export class ApiKeyService {
+  private readonly cache: SessionCache<ApiKeyRecord> | null;
+  /** When this instance last wrote each key's `lastUsedAt` (insertion order = age). */
+  private readonly used = new Map<string, number>();
+  /** Scopes the loaded routes and plugins declare: a new key may hold these (and `auth:admin`). */
+  private readonly declared = new Set<string>();
+
+  private constructor(
+    readonly docs: Collection<ApiKeyDoc>,
+    private readonly store: Store,
+    private readonly config: Config,
+    private readonly logger: Logger,
+  ) {
+    const { localCache, localCacheSize, localCacheMaxAge } = config.auth.session;
+    this.cache = localCache && store.track ? new SessionCache<ApiKeyRecord>(localCacheSize, localCacheMaxAge * 1000) : null;
+  }
+
+  static async open(db: Database, store: Store, config: Config, logger: Logger): Promise<ApiKeyService> {
+    const docs = await db.collection<ApiKeyDoc>(API_KEY_COLLECTION, [{ fields: ['hash'] }, { fields: ['userId'], unique: false }]);
+    return new ApiKeyService(docs, store, config, logger);
+  }
+
+  private key(hash: string) {
+    return `${this.config.auth.store.keyPrefix}api-key:${hash}`;
+  }
+
+  private rateKey(hash: string) {
+    return `${this.config.auth.store.keyPrefix}api-key-rate:${hash}`;
+  }
+
+  private usedKey(hash: string) {
+    return `${this.config.auth.store.keyPrefix}api-key-used:${hash}`;
+  }
+
+  /**
+   * What the local cache keeps (null: no cache), for `SessionService.startLocalCache`, which tracks
+   * these keys on the connection that tracks session keys: Redis tells of every write, deletion and
+   * expiry of a key record, on any instance, as it does of sessions.
+   */
+  tracked(): TrackedPrefix | null {
+    return this.cache && { prefix: this.key(''), cache: this.cache };
+  }
+
+  /** Scopes that routes declare (`authenticate({scopes})`, `defineRoute({scopes})`). */
+  declare(scopes: Iterable<string>): void {
+    for (const scope of scopes) this.declared.add(scope);
+  }
+
+  /** The scopes a new key may ask for, sorted (`auth:admin` for admins). */
+  knownScopes(): string[] {
+    return [...this.declared].sort();
+  }
+
+  /**
+   * 400 `validation_failed` for scopes no loaded route declares, and for `auth:admin` asked by a
+   * non-admin. Returns them without duplicates.
+   */
+  checkScopes(scopes: string[], admin: boolean): string[] {
+    const details = scopes.flatMap((scope, i) => {
+      if (scope === ADMIN_SCOPE) return admin ? [] : [{ path: `scopes.${i}`, message: `${ADMIN_SCOPE} is for administrators only` }];
+      return this.declared.has(scope) ? [] : [{ path: `scopes.${i}`, message: `no route declares the scope ${scope}` }];
+    });
+    if (details.length) throw validationFailed(details, details.map((d) => `${d.path}: ${d.message}`).join('; '));
+    return [...new Set(scopes)];
+  }
+
+  /**
+   * Makes a key for `userId` (scopes checked by the caller): 409 `too_many_keys` past
+   * `auth.apiKeys.maxPerUser` live keys. The count and the insert are one step per user on every
+   * instance (a store lock, `SET NX`), so parallel requests cannot pass the limit together. Returns
+   * the key (shown once).
+   */
+  async create(userId: string, input: NewApiKey): Promise<{ key: string; view: ApiKeyView }> {
+    const max = this.config.auth.apiKeys.maxPerUser;
+    return this.withUserLock(userId, async () => {
+      const nowIso = new Date().toISOString();
+      if ((await this.docs.count({ userId, ...live(nowIso) })) >= max) throw new AppError(409, 'too_many_keys', `A user may hold at most ${max} API keys: revoke one first`);
+      const key = `svc_${randomBytes(32).toString('base64url')}`;
+      const doc: ApiKeyDoc = {
+        _id: randomUUID(),
+        userId,
+        name: input.name,
+        hash: sha256hex(key),
+        prefix: key.slice(0, PREFIX_LENGTH),
+        scopes: input.scopes,
+        createdAt: nowIso,
+        expiresAt: input.expiresAt ?? null,
+        lastUsedAt: null,
+      };
+      await this.docs.insertOne(doc);
+      await this.putRecord(doc);
+      return { key, view: view(doc) };
+    });
+  }
+
+  /** Runs `change` while no other key of the user is being made, on any instance (`SET NX`, 10 s at most). */
+  private async withUserLock<T>(userId: string, change: () => Promise<T>): Promise<T> {
+    const lock = `${this.config.auth.store.keyPrefix}api-key-lock:${userId}`;
+    const token = randomBytes(16).toString('base64url');
+    for (let attempt = 0; !(await this.store.set(lock, token, { nx: true, ttl: 10 })); attempt++) {
+      if (attempt >= 100) throw new AppError(503, 'unavailable', 'Another key of this account is being made; try again');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    try {
+      return await change();
+    } finally {
+      await this.store.del(lock).catch(() => {});
+    }
+  }
+
+  private async putRecord(doc: ApiKeyDoc): Promise<void> {
+    const record = recordOf(doc);
+    const left = record.expiresAt === null ? STORE_TTL : Math.ceil((record.expiresAt - Date.now()) / 1000);
+    if (left <= 0) return;
+    await this.store.set(this.key(doc.hash), JSON.stringify(record), { ttl: Math.min(left, STORE_TTL) });
+  }
+
+  async list(userId: string): Promise<ApiKeyView[]> {
+    return (await this.docs.find({ userId }, { sort: { createdAt: 1, _id: 1 } })).map(view);
+  }
+
+  async get(userId: string, id: string): Promise<ApiKeyView | null> {
+    const doc = await this.docs.findOne({ _id: id, userId });
+    return doc && view(doc);
+  }
+
+  /** Revokes one key of `userId`; false when it is not one of theirs. The database first, then the store. */
+  async revoke(userId: string, id: string): Promise<boolean> {
+    const doc = await this.docs.findOne({ _id: id, userId });
+    if (!doc || !(await this.docs.deleteOne({ _id: doc._id }))) return false;
+    await this.dropRecord(doc.hash);
+    return true;
+  }
+
+  /** Revokes every key of a user, or those holding `scope`; returns the ids revoked. */
+  async revokeAll(userId: string, scope?: string): Promise<string[]> {
+    const docs = (await this.docs.find({ userId })).filter((d) => scope === undefined || d.scopes.includes(scope));
+    const revoked: string[] = [];
+    for (const doc of docs) {
+      if (await this.docs.deleteOne({ _id: doc._id })) revoked.push(doc._id);
+      await this.dropRecord(doc.hash);
+    }
+    return revoked;
+  }
+
+  private async dropRecord(hash: string): Promise<void> {
+    await this.store.del(this.key(hash));
+    this.cache?.forget(hash);
+  }
+
+  /**
+   * The caller behind a key (CONTRACT 15): 401 `invalid_api_key` for a malformed, unknown, expired or
+   * revoked key; 429 `rate_limited` past `auth.apiKeys.rateLimit` requests in its minute. The count and
+   * the record are asked for together (one round trip; from the local cache, one command).
+   */
+  async authenticate(key: string): Promise<ApiKeyCaller> {
+    if (!KEY_PATTERN.test(key)) throw invalidApiKey();
+    const hash = sha256hex(key);
+    const now = Date.now();
+    const [record, count] = await Promise.all([this.read(hash, now), this.store.incr(this.rateKey(hash), RATE_WINDOW)]);
+    if (!record || (record.expiresAt !== null && record.expiresAt <= now)) throw invalidApiKey();
+    const limit = this.config.auth.apiKeys.rateLimit;
+    if (count > limit) {
+      const ttl = await this.store.ttl(this.rateKey(hash)).catch(() => RATE_WINDOW);
+      const retryAfter = String(ttl > 0 ? ttl : 1);
+      throw new AppError(429, 'rate_limited', `This API key made more than ${limit} requests this minute; try again in ${retryAfter} s`, undefined, { 'Retry-After': retryAfter });
+    }
+    this.markUsed(record.id, hash, now);
+    return { id: record.id, userId: record.userId, scopes: record.scopes, createdAt: record.createdAt, expiresAt: record.expiresAt };
+  }
+
+  /** The record behind a hash: the local cache, the store, else the database (then put back in the store). */
+  private async read(hash: string, now: number): Promise<ApiKeyRecord | null> {
+    const cached = this.cache?.get(hash, now);
+    if (cached) return cached;
+    const token = this.cache?.begin(hash);
+    let raw: string | null;
+    try {
+      raw = await this.store.get(this.key(hash));
+    } catch (err) {
+      if (token) this.cache!.finish(hash, token, null, now);
+      throw err;
+    }
+    if (raw !== null) {
+      const record = JSON.parse(raw) as ApiKeyRecord;
+      if (token) this.cache!.finish(hash, token, record, now);
+      return record;
+    }
+    if (token) this.cache!.finish(hash, token, null, now);
+    return this.readBack(hash);
+  }
+
+  /**
+   * A key the store does not hold: the database decides. Put back in the store, then looked for again in
+   * the database: a revocation that deleted the document meanwhile either is seen here (and the record
+   * goes again) or deletes the record after this write.
+   */
+  private async readBack(hash: string): Promise<ApiKeyRecord | null> {
+    const doc = await this.docs.findOne({ hash });
+    if (!doc || (doc.expiresAt !== null && Date.parse(doc.expiresAt) <= Date.now())) return null;
+    await this.putRecord(doc);
+    if (!(await this.docs.findOne({ _id: doc._id }))) {
+      await this.dropRecord(hash);
+      return null;
+    }
+    return recordOf(doc);
+  }
+
+  /** `lastUsedAt`, at most once a minute per key (this instance remembers, the store decides across instances), after the answer. */
+  private markUsed(id: string, hash: string, now: number): void {
+    const last = this.used.get(hash);
+    if (last !== undefined && now - last < USED_INTERVAL_MS) return;
+    this.used.delete(hash);
+    this.used.set(hash, now);
+    if (this.used.size > USED_MEMORY) this.used.delete(this.used.keys().next().value!);
+    void this.store
+      .set(this.usedKey(hash), '1', { nx: true, ttl: RATE_WINDOW })
+      .then((first) => (first ? this.docs.updateOne({ _id: id }, { $set: { lastUsedAt: new Date(now).toISOString() } }) : null))
+      .catch((err: Error) => {
+        this.used.delete(hash);
+        this.logger.warn({ err: err.message }, 'API key lastUsedAt not written');
+      });
+  }
+
+}
+
+/** What `issueApiKey` uses of `Auth` (declared here so the two modules do not import each other). */
+export interface KeyIssuer {
+  readonly apiKeys: ApiKeyService;
+  readonly users: UserService;
+  readonly audit: AuditLog;
+}
+
+/**
+ * Makes a key for a user, as `POST /auth/api-keys` and an approved device login do: the scopes checked
+ * (400), the limit (409), the `api_key.created` record. A lifecycle event of the user while the key
+ * was made (a reset, a deletion, a demotion that takes `auth:admin` away) takes the key back (see
+ * `Auth.login` for the order: write, then read the user again): 409 `account_changed`.
+ */
+export async function issueApiKey(auth: KeyIssuer, c: Context<AppEnv> | null, user: UserDoc, input: NewApiKey): Promise<{ key: string; view: ApiKeyView }> {
+  const scopes = auth.apiKeys.checkScopes(input.scopes, isAdmin(user));
+  const created = await auth.apiKeys.create(user._id, { ...input, scopes });
+  const fresh = await auth.users.findById(user._id).catch(async (err: unknown) => {
+    await auth.apiKeys.revoke(user._id, created.view.id).catch(() => {});
+    throw err;
+  });
+  if (!fresh || epochOf(fresh) !== epochOf(user) || (scopes.includes(ADMIN_SCOPE) && !isAdmin(fresh))) {
+    await auth.apiKeys.revoke(user._id, created.view.id);
+    throw new AppError(409, 'account_changed', 'The account changed while the key was made: try again');
+  }
+  await auth.audit.record(c, { type: 'api_key.created', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, details: { keyId: created.view.id, name: created.view.name, scopes } });
+  return created;
+}

@@ -4,6 +4,7 @@ import { changeOwnPassword, disconnectAccount, endOwnSession, listConnectedAccou
 import { checkResetToken, forgotPassword, requestMagicLink, requestVerification, resetPassword, signup, useMagicLink, verifyEmail } from './auth/email.ts';
 import { listAudit, ownActivity } from './auth/audit.ts';
 import { createApiKey, deleteApiKey, deleteUserApiKey, listApiKeys, listUserApiKeys } from './auth/api-keys.ts';
+import { approveDevice, denyDevice, deviceCode, devicePending, deviceToken } from './auth/device.ts';
 import { downloadAsset, downloadSessionAsset, mintAssetToken } from './auth/assets.ts';
 import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
@@ -61,6 +62,11 @@ const factories = [
   deleteApiKey,
   listUserApiKeys,
   deleteUserApiKey,
+  deviceCode,
+  deviceToken,
+  devicePending,
+  approveDevice,
+  denyDevice,
   listAudit,
   createWebhook,
   listWebhooks,

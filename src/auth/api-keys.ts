@@ -175,10 +175,9 @@ export class ApiKeyService {
    * the key (shown once).
    */
   async create(userId: string, input: NewApiKey): Promise<{ key: string; view: ApiKeyView }> {
-    const max = this.config.auth.apiKeys.maxPerUser;
     return this.withUserLock(userId, async () => {
       const nowIso = new Date().toISOString();
-      if ((await this.docs.count({ userId, ...live(nowIso) })) >= max) throw new AppError(409, 'too_many_keys', `A user may hold at most ${max} API keys: revoke one first`);
+      await this.assertRoom(userId);
       const key = `svc_${randomBytes(32).toString('base64url')}`;
       const doc: ApiKeyDoc = {
         _id: randomUUID(),
@@ -195,6 +194,12 @@ export class ApiKeyService {
       await this.putRecord(doc);
       return { key, view: view(doc) };
     });
+  }
+
+  /** 409 `too_many_keys` when the user holds `auth.apiKeys.maxPerUser` live keys already. */
+  async assertRoom(userId: string): Promise<void> {
+    const max = this.config.auth.apiKeys.maxPerUser;
+    if ((await this.docs.count({ userId, ...live(new Date().toISOString()) })) >= max) throw new AppError(409, 'too_many_keys', `A user may hold at most ${max} API keys: revoke one first`);
   }
 
   /** Runs `change` while no other key of the user is being made, on any instance (`SET NX`, 10 s at most). */

@@ -11,6 +11,7 @@ import { dropPresetHeader, presetHeader } from '../http/response-headers.ts';
 import { nodeRequest, requestHeader } from '../http/request-headers.ts';
 import { acceptsApiKeys, apiKeyNotAllowed, checkScopes } from '../http/route.ts';
 import { ADMIN_SCOPE, ApiKeyService, bearerApiKey } from './api-keys.ts';
+import { DeviceFlow } from './device-flow.ts';
 import type { Logger } from '../logger.ts';
 import type { Stores } from '../store/index.ts';
 import type { Store } from '../store/store.ts';
@@ -108,6 +109,8 @@ export class Auth {
   readonly webhooks: Webhooks;
   /** API keys (CONTRACT 15): made, listed, revoked, and resolved by the session hook. */
   readonly apiKeys: ApiKeyService;
+  /** Device login (CONTRACT 15, RFC 8628): command-line tools get an API key the user approved. */
+  readonly device: DeviceFlow;
   private readonly logger: Logger;
   private readonly waysInStore: Store;
 
@@ -118,6 +121,7 @@ export class Auth {
     parts: { stores: Stores; providers: ProviderService; accounts: AccountLinks; workSessions: WorkSessions; passkeys: PasskeyService; logger: Logger; mailer: Mailer; audit: AuditLog; webhooks: Webhooks; apiKeys: ApiKeyService },
   ) {
     this.apiKeys = parts.apiKeys;
+    this.device = new DeviceFlow(parts.stores.forRole('sessions'), config);
     this.workSessions = parts.workSessions;
     this.audit = parts.audit;
     this.webhooks = parts.webhooks;

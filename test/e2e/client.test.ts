@@ -32,6 +32,8 @@ const NOT_FOR_THE_CLIENT: Record<string, string> = {
   'POST /auth/asset-token': 'asset tokens are CONTRACT 6',
   'GET /auth/asset/{token}': 'CONTRACT 6 (a download URL)',
   'GET /auth/session-asset/{token}': 'CONTRACT 6 (a download URL)',
+  'POST /auth/device/code': 'the command-line tool\'s side of a device login (RFC 8628), not a browser\'s',
+  'POST /auth/device/token': 'the command-line tool\'s side of a device login (RFC 8628), not a browser\'s',
 };
 
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; anyOf?: Schema[]; enum?: unknown[]; const?: unknown; items?: Schema };
@@ -375,6 +377,13 @@ describe('@svc/client against the running app: each answer fits the client type'
     await fits('deleteApiKey', svc.deleteApiKey(made.id));
     await expect(svc.deleteApiKey(made.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
     expect((await svc.apiKeys()).items).toEqual([]);
+
+    const start = async () => ((await (await t.fetch('/auth/device/code', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'cli', scopes: [] }) })).json()) as { user_code: string }).user_code;
+    const approved = await start();
+    expect(await fits('pendingDevice', svc.pendingDevice(approved.toLowerCase()))).toMatchObject({ name: 'cli', scopes: [] });
+    await fits('approveDevice', svc.approveDevice(approved));
+    await fits('denyDevice', svc.denyDevice(await start()));
+    await expect(svc.pendingDevice(approved)).rejects.toMatchObject({ status: 404, code: 'not_found' });
   });
 
   it('admin routes: webhooks', async () => {

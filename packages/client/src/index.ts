@@ -187,6 +187,11 @@ export function createClient(options: ClientOptions = {}) {
     createApiKey: (body: Bodies['createApiKey']) => call('createApiKey', { body }),
     apiKeys: () => call('apiKeys'),
     deleteApiKey: (id: string) => call('deleteApiKey', { params: { id } }),
+    /** What a device login asks for (the code as the tool shows it: any case, hyphen optional). */
+    pendingDevice: (userCode: string) => call('pendingDevice', { query: { user_code: userCode } }),
+    /** Approves it (step-up: see `withStepUp`); the tool's next poll gets its API key. */
+    approveDevice: (userCode: string) => call('approveDevice', { body: { user_code: userCode } }),
+    denyDevice: (userCode: string) => call('denyDevice', { body: { user_code: userCode } }),
 
     // 11. Passkeys
     registerPasskey,

@@ -47,6 +47,10 @@ export const routes = {
   deleteApiKey: ['DELETE', '/auth/api-keys/:id'],
   userApiKeys: ['GET', '/auth/users/:id/api-keys'],
   deleteUserApiKey: ['DELETE', '/auth/users/:id/api-keys/:keyId'],
+  // 15. Device login: the signed-in person's side (the tool's side, code and token, is RFC 8628's)
+  pendingDevice: ['GET', '/auth/device'],
+  approveDevice: ['POST', '/auth/device/approve'],
+  denyDevice: ['POST', '/auth/device/deny'],
   // 13. Webhooks (admin)
   createWebhook: ['POST', '/auth/webhooks'],
   listWebhooks: ['GET', '/auth/webhooks'],
@@ -184,6 +188,13 @@ export interface CreatedApiKey {
   createdAt: string;
   expiresAt: string | null;
 }
+/** A device login waiting for the signed-in person's approval (`pendingDevice`). */
+export interface PendingDevice {
+  /** The name the tool gave (the API key will carry it). */
+  name: string;
+  scopes: string[];
+  createdAt: string;
+}
 export interface TotpEnrollment {
   otpauthUri: string;
   /** A `data:image/...` URL of the QR code of `otpauthUri`. */
@@ -299,6 +310,9 @@ export interface Bodies {
   login: { email: string; password: string };
   /** `scopes`: `<pluginKey>:<action>` as routes declare them, `auth:admin` for admins; `expiresAt`: ISO time, null or absent: never. */
   createApiKey: { name: string; scopes: string[]; expiresAt?: string | null };
+  /** The user code as shown by the tool (any case, hyphen optional). */
+  approveDevice: { user_code: string };
+  denyDevice: { user_code: string };
   createUser: NewUser;
   updateUser: { firstname?: string; lastname?: string; password?: string; isAdmin?: boolean };
   returnTo: { returnTo: string };
@@ -334,6 +348,9 @@ export interface Responses {
   deleteApiKey: void;
   userApiKeys: Items<ApiKey>;
   deleteUserApiKey: void;
+  pendingDevice: PendingDevice;
+  approveDevice: void;
+  denyDevice: void;
   logout: void;
   logoutAll: void;
   session: Session;

@@ -1,7 +1,8 @@
 // The reference login UI of svc (issue 38): plain TypeScript on @svc/client, one page per path.
 // Paths: /login (password + second step, passkey, OAuth buttons), /login/link (magic link),
 // /signup, /verify-email, /forgot-password, /reset-password (the mail links of docs/email.md land on
-// the last three and /login/link), /account (sessions, password, TOTP, passkeys, connected accounts).
+// the last three and /login/link), /account (sessions, password, TOTP, passkeys, connected accounts),
+// /device (a command-line tool's device login: docs/api-keys.md#device-login).
 // Anything that needs a fresh login asks for it in a dialog (step-up) and then goes on.
 
 import { createClient, isLoggedIn, SvcError, type LoginResult, type OAuthProvider, type Passkey, type Proof, type Session } from '@svc/client';
@@ -724,6 +725,67 @@ async function accountPage(): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Device login (RFC 8628): a command-line tool shows a code and this page's address
+// (`verification_uri_complete` carries the code); the person checks what it asks for and approves it
+// (step-up) or denies it. The tool's next poll gets an API key named after it.
+
+async function devicePage(): Promise<void> {
+  if (!(await svc.currentSession())) return location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+  const code = params.get('user_code');
+  if (!code) return deviceCodeForm();
+  try {
+    await deviceRequest(code);
+  } catch (e) {
+    deviceCodeForm(code); // a mistyped or used code: the form to type it again
+    throw e;
+  }
+}
+
+function deviceCodeForm(typed = ''): void {
+  page(
+    'Sign in a device',
+    h('p', {}, 'Enter the code your command-line tool shows.'),
+    form(
+      { label: 'Device code', submit: 'Continue', action: async ({ userCode = '' }) => deviceRequest(userCode.trim()) },
+      field('Code', { name: 'userCode', value: typed, autocomplete: 'off', autocapitalize: 'characters', spellcheck: 'false', required: true }, 'Eight letters, like BCDF-GHJK; the hyphen and the case do not matter.'),
+    ),
+  );
+}
+
+async function deviceRequest(code: string): Promise<void> {
+  const asked = await svc.pendingDevice(code);
+  const done = (title: string, text: string) => page(title, h('p', {}, text), link('/account', 'Your account'));
+  page(
+    'Sign in a device',
+    h('p', {}, 'A device asks to act as you. Approve only if you started this yourself, with this code.'),
+    h(
+      'dl',
+      { id: 'device-request' },
+      h('dt', {}, 'Name'),
+      h('dd', { id: 'device-name' }, asked.name),
+      h('dt', {}, 'Code'),
+      h('dd', {}, code.toUpperCase()),
+      h('dt', {}, 'Asked at'),
+      h('dd', {}, new Date(asked.createdAt).toLocaleString()),
+      h('dt', {}, 'Permissions'),
+      h('dd', {}, asked.scopes.length ? h('ul', { id: 'device-scopes' }, ...asked.scopes.map((s) => h('li', {}, s))) : 'none: it can only tell who you are'),
+    ),
+    h(
+      'div',
+      { class: 'actions' },
+      actionButton('Approve', async () => {
+        await fresh(() => svc.approveDevice(code));
+        done('Device approved', 'The device is signed in: you can go back to it. Its key is listed, and can be revoked, under your API keys.');
+      }),
+      actionButton('Deny', async () => {
+        await svc.denyDevice(code);
+        done('Device denied', 'The device was refused; nothing was signed in.');
+      }),
+    ),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 
 const pages: Record<string, () => void | Promise<void>> = {
   '/login': loginPage,
@@ -733,6 +795,7 @@ const pages: Record<string, () => void | Promise<void>> = {
   '/forgot-password': forgotPage,
   '/reset-password': resetPage,
   '/account': accountPage,
+  '/device': devicePage,
 };
 
 async function start(): Promise<void> {

@@ -42,6 +42,30 @@ export interface AttemptResult {
   error?: string;
 }
 
+/**
+ * Connections to receivers are kept between deliveries: a TCP (and TLS) handshake per delivery cost
+ * more CPU than the rest of the delivery, on the instance whose requests caused the events. Only a
+ * connection whose answer was read to its end goes back to the pool; the address rule is checked when
+ * each connection is made (`guardedLookup`), so a kept one was checked too. Idle ones are unref'd by
+ * Node and closed after AGENT_IDLE_MS: shorter than the idle timeout of common receivers (Node's
+ * server closes after 5 s), so a kept connection is rarely one the receiver is closing.
+ */
+const AGENT_IDLE_MS = 4000;
+const agentOptions = { keepAlive: true, maxSockets: 16, maxFreeSockets: 4, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const };
+const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+
+/** Signers by secret: the secret is decoded once, not per attempt. */
+const signers = new Map<string, Webhook>();
+function signerFor(secret: string): Webhook {
+  let signer = signers.get(secret);
+  if (!signer) {
+    if (signers.size >= 1000) signers.clear();
+    signer = new Webhook(secret);
+    signers.set(secret, signer);
+  }
+  return signer;
+}
+
 /** The Standard Webhooks headers of one attempt, signed now. */
 export function signedHeaders(secret: string, id: string, body: string, now = new Date()): Record<string, string> {
   return {
@@ -49,7 +73,7 @@ export function signedHeaders(secret: string, id: string, body: string, now = ne
     'user-agent': `svc-webhooks/${SVC_VERSION}`,
     'webhook-id': id,
     'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-    'webhook-signature': new Webhook(secret).sign(id, now, body),
+    'webhook-signature': signerFor(secret).sign(id, now, body),
   };
 }
 
@@ -63,21 +87,22 @@ export function sendWebhook(req: AttemptRequest): Promise<AttemptResult> {
     const url = new URL(req.url);
     const body = Buffer.from(req.body, 'utf8');
     const headers = { ...signedHeaders(req.secret, req.id, req.body), 'content-length': String(body.length) };
-    const client = url.protocol === 'https:' ? https : http;
+    const secure = url.protocol === 'https:';
+    const client = secure ? https : http;
     let settled = false;
-    const finish = (result: AttemptResult) => {
+    // `ended`: the answer was read to its end, so its connection may serve the next delivery.
+    const finish = (result: AttemptResult, ended = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
-      request.destroy();
+      if (!ended) request.destroy();
       resolve(result);
     };
     const request = client.request(url, {
       method: 'POST',
       headers,
-      // A connection of its own: nothing is kept between deliveries to a host an admin chose.
-      agent: false,
+      agent: secure ? agents.https : agents.http,
       ...(req.allowInsecure ? {} : { lookup: guardedLookup as unknown as typeof import('node:dns').lookup }),
     });
     const timeoutMs = req.timeoutMs ?? DELIVERY_TIMEOUT_MS;
@@ -95,7 +120,7 @@ export function sendWebhook(req: AttemptRequest): Promise<AttemptResult> {
         read += chunk.length;
         if (read > MAX_ANSWER_BYTES) finish(result);
       });
-      res.on('end', () => finish(result));
+      res.on('end', () => finish(result, true));
       res.on('error', () => finish(result));
       res.on('close', () => finish(result));
     });

@@ -5,17 +5,21 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { checkoutCopy } from '../support/checkout-copy.ts';
 import { readDoc } from '../support/docs.ts';
 import { redisServerAvailable, startPrivateRedis } from '../support/private-redis.ts';
-import { freePort, PROJECT_DIR, tempDir } from '../support/spawn.ts';
+import { freePort, PROJECT_DIR, stopAll, tempDir } from '../support/spawn.ts';
+
+afterAll(stopAll); // the temp app roots and copies
 
 const redisUrl = inject('redisUrl');
 const mongoUrl = inject('mongoUrl');
 
-function doctor(root: string, env: Record<string, string>, args: string[] = []) {
-  const run = spawnSync(process.execPath, [path.join(PROJECT_DIR, 'bin/svc.js'), 'doctor', ...args], {
-    cwd: PROJECT_DIR,
+/** `svc doctor` of the svc in `checkout` (this one unless given) on the app root `root`. */
+function doctor(root: string, env: Record<string, string>, args: string[] = [], checkout = PROJECT_DIR) {
+  const run = spawnSync(process.execPath, [path.join(checkout, 'bin/svc.js'), 'doctor', ...args], {
+    cwd: checkout,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_APP_PATH: root, ...env },
     encoding: 'utf8',
     timeout: 60_000,
@@ -101,10 +105,11 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
 
   it("svc's own checkout as the app root (a fresh clone's first run): its bundled plugins are not read as the app's", () => {
     const env = { CACHE_URL: redisUrl, MONGODB_URL: mongoUrl, SVC_FRONTEND_URLS: 'http://localhost:5173', SVC_DATA_DIR: tempDir('svc-doctor-data-') };
-    const own = doctor(PROJECT_DIR, env);
-    expect(own.out).toMatch(/^ok {3}plugin sources: /m);
-    expect(own.out).toMatch(/^ok {3}landing page: none seeded/m);
-    expect(own.out).toMatch(/^ok {3}CLI scripts: /m);
+    const own = checkoutCopy(); // a fresh clone's files: not a developer's svc.config.json or .env in this checkout
+    const ownRun = doctor(own, env, [], own);
+    expect(ownRun.out).toMatch(/^ok {3}plugin sources: /m);
+    expect(ownRun.out).toMatch(/^ok {3}landing page: none seeded/m);
+    expect(ownRun.out).toMatch(/^ok {3}CLI scripts: /m);
   });
 
   it('production leaks of issue 35: HIDE_SECRETS=false, insecure provider URLs, an http: frontend, SVC_ADMIN_PASSWORD still set, an open CLI script with a free {} value', () => {
@@ -181,18 +186,24 @@ describe.skipIf(!redisUrl || !mongoUrl)('svc doctor', () => {
 });
 
 // A newcomer's walkthrough: the quick start (svc's checkout, nothing set) exited 1 on the default cookie
-// name and the unset SVC_FRONTEND_URLS, both fine for one app with a same-origin frontend.
+// name and the unset SVC_FRONTEND_URLS, both fine for one app with a same-origin frontend. The checkout is
+// a fresh clone's copy: a developer's own svc.config.json or .env in this one is not read (issue 53).
 describe('svc doctor: the quick start', () => {
+  let fresh: string;
+  beforeAll(() => {
+    fresh = checkoutCopy();
+  });
+
   it('outside production the default cookie name and no SVC_FRONTEND_URLS are warnings (exit 0); in production failures', () => {
     const env = { SVC_DATA_DIR: tempDir('svc-doctor-data-') };
-    const dev = doctor(PROJECT_DIR, env);
+    const dev = doctor(fresh, env, [], fresh);
     expect(dev.code, dev.out).toBe(0);
     expect(dev.out).toMatch(/^WARN cookie name: auth\.cookie\.name is not set \(default "sid_app"\)$/m);
     expect(dev.out).toMatch(/^WARN SVC_FRONTEND_URLS: not set: only pages served from svc's own origin can log in/m);
     expect(dev.out).toMatch(/^\s+fix: set SVC_FRONTEND_URLS to the origins of cross-origin frontends .*403 csrf_failed; a same-origin frontend needs none$/m);
     expect(dev.lines.filter((l) => l.startsWith('FAIL')), dev.out).toEqual([]);
     expect(dev.out).toContain('all checks passed');
-    const prod = doctor(PROJECT_DIR, { ...env, NODE_ENV: 'production' });
+    const prod = doctor(fresh, { ...env, NODE_ENV: 'production' }, [], fresh);
     expect(prod.code, prod.out).toBe(1);
     expect(prod.out).toMatch(/^FAIL cookie name: auth\.cookie\.name is not set \(default "sid_app"\) in production$/m);
     expect(prod.out).toMatch(/^FAIL SVC_FRONTEND_URLS: not set in production/m);
@@ -201,7 +212,7 @@ describe('svc doctor: the quick start', () => {
   it("the operator's guide's example is a real run of the quick start, every line in order", () => {
     const block = /```sh\nnpx svc doctor\n([\s\S]*?)```/.exec(readDoc('docs/operations.md'))?.[1];
     expect(block, 'the `npx svc doctor` example in docs/operations.md').toBeDefined();
-    const real = doctor(PROJECT_DIR, { SVC_DATA_DIR: tempDir('svc-doctor-data-') });
+    const real = doctor(fresh, { SVC_DATA_DIR: tempDir('svc-doctor-data-') }, [], fresh);
     expect(block!.trimEnd().split('\n').map((l) => l.replace(/^# /, ''))).toEqual(real.out.trimEnd().split('\n'));
   });
 });

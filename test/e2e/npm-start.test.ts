@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkoutCopy } from '../support/checkout-copy.ts';
 import { fileBlocks } from '../support/docs.ts';
 import { freePort, PROJECT_DIR, sleep, stopAll, tempDir } from '../support/spawn.ts';
 
@@ -32,9 +33,9 @@ interface NpmStart {
   exited: Promise<number | null>;
 }
 
-function npmStart(env: Record<string, string>): NpmStart {
+function npmStart(env: Record<string, string>, cwd = PROJECT_DIR): NpmStart {
   const child = spawn('npm', ['start'], {
-    cwd: PROJECT_DIR,
+    cwd,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // own process group, for the cleanup above
@@ -121,7 +122,9 @@ describe('npm start runs compiled JavaScript', () => {
 
   it("run in svc's own checkout without SVC_APP_PATH: its plugins/ are the bundled plugins, not an app's TypeScript (tsx is not loaded)", async () => {
     const port = await freePort();
-    const run = { ...npmStart({ PORT: String(port), SVC_DATA_DIR: tempDir('svc-data-') }), port }; // app root: the checkout
+    // A fresh clone's files with this build (a developer's own svc.config.json or .env in this checkout is not read: issue 53).
+    const checkout = checkoutCopy({ dist: true });
+    const run = { ...npmStart({ PORT: String(port), SVC_DATA_DIR: tempDir('svc-data-') }, checkout), port }; // app root: the checkout
     expect(await healthy(port, 60_000), run.output()).toBe(true);
     expect(run.output()).not.toContain('load through tsx');
     expect(run.output().match(/"plugin":"svc__todo"[^\n]*"msg":"plugin loaded"/g), run.output()).toHaveLength(1); // once, as the bundled one

@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
+import { stopAll, tempDir } from '../support/spawn.ts';
 
 const HTTPS = {
   authorizationEndpoint: 'https://idp.example.com/authorize',
@@ -185,7 +186,10 @@ describe('SVC_ALLOW_INSECURE_PROVIDER_URLS=1', () => {
 
 describe('custom templates of the app config (start-up)', () => {
   const template = (urls: Partial<typeof HTTPS>) => ({ id: 'acme', displayName: 'Acme', ...HTTPS, ...urls });
-  const load = (templates: unknown[], env: NodeJS.ProcessEnv = {}) => loadConfig({ SVC_APP_PATH: process.cwd(), ...env }, { raw: { auth: { providers: { custom: templates } } } });
+  // An app root of its own (an empty folder), never the checkout's: npm test reads none of its files (issue 53).
+  const appRoot = tempDir('svc-app-');
+  afterAll(stopAll);
+  const load = (templates: unknown[], env: NodeJS.ProcessEnv = {}) => loadConfig({ SVC_APP_PATH: appRoot, ...env }, { raw: { auth: { providers: { custom: templates } } } });
 
   async function startupError(templates: unknown[], env: NodeJS.ProcessEnv = {}): Promise<string> {
     try {

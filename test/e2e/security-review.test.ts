@@ -286,7 +286,9 @@ describe('finding 13: optional __Host- cookie name', () => {
   });
 
   it('hostPrefix with a domain or without secure stops start-up naming the key', async () => {
-    await expect(loadConfig({}, { raw: { auth: { cookie: { hostPrefix: true, domain: 'example.com' } } } })).rejects.toThrow(/auth\.cookie\.hostPrefix: a __Host- cookie needs/);
-    await expect(loadConfig({}, { raw: { auth: { cookie: { hostPrefix: true, secure: false } } } })).rejects.toThrow(/auth\.cookie\.hostPrefix: a __Host- cookie needs/);
+    // An app root that is not the checkout (the working directory): npm test reads none of its files (issue 53).
+    const env = { SVC_APP_PATH: '/nonexistent-app' };
+    await expect(loadConfig(env, { raw: { auth: { cookie: { hostPrefix: true, domain: 'example.com' } } } })).rejects.toThrow(/auth\.cookie\.hostPrefix: a __Host- cookie needs/);
+    await expect(loadConfig(env, { raw: { auth: { cookie: { hostPrefix: true, secure: false } } } })).rejects.toThrow(/auth\.cookie\.hostPrefix: a __Host- cookie needs/);
   });
 });

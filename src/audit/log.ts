@@ -215,16 +215,18 @@ export class AuditLog {
   }
 }
 
-/** An admin acting on something not their own (admin routes); svc itself without a request. */
+/** An admin acting on something not their own (admin routes), or their key; svc itself without a request. */
 export function adminActor(c: Context<AppEnv> | null): AuditActor {
   const user = c?.get('authUser');
+  if (user?.apiKey) return { type: 'api_key', id: user.apiKey.id };
   return user ? { type: 'admin', id: user.userId } : { type: 'system' };
 }
 
-/** The request's user acting on their own account, or nobody known. */
+/** The request's user acting on their own account (or their key), or nobody known. */
 function actorOf(c: Context<AppEnv> | null): AuditActor {
   if (!c) return { type: 'system' };
   const user = c.get('authUser');
+  if (user?.apiKey) return { type: 'api_key', id: user.apiKey.id };
   return user ? { type: 'user', id: user.userId } : { type: 'anonymous' };
 }
 

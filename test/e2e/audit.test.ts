@@ -209,6 +209,22 @@ describe('admin actions', () => {
   });
 });
 
+describe('actions done with an API key', () => {
+  it('name the key as the actor (its id), never the key itself', async () => {
+    const a = await app();
+    const admin = await loggedIn(a, await a.createUser({ admin: true }));
+    const made = await admin.fetch('/auth/api-keys', { method: 'POST', json: { name: 'ops script', scopes: ['auth:admin'] } });
+    expect(made.status, await made.clone().text()).toBe(201);
+    const { id: keyId, key } = (await made.json()) as { id: string; key: string };
+    const ws = await a.fetch('/auth/work-sessions', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ pluginData: { board: 2 } }) });
+    expect(ws.status, await ws.clone().text()).toBe(201);
+    const items = (await page(admin, '/auth/audit?limit=200')).items;
+    expect(items.find((r) => r.type === 'work_session.created')).toMatchObject({ actor: { type: 'api_key', id: keyId } });
+    expect(items.find((r) => r.type === 'api_key.created')).toMatchObject({ details: { keyId } });
+    expect(JSON.stringify(items)).not.toContain(key);
+  });
+});
+
 describe('GET /auth/audit and /auth/account/activity', () => {
   it('filters by user, type (exact or prefix), time; pages newest first with a cursor', async () => {
     const a = await app();

@@ -4,7 +4,8 @@
 // own sessions, TOTP on (the code computed from the QR's otpauth URI) and the second step, step-up
 // (answered with the password, then with a passkey), passkeys through a CDP virtual authenticator
 // (added, used to log in, renamed, removed), OAuth login and connected accounts through a real
-// OpenID provider, forgot/reset and the magic link from the mails. Refused fields get a sentence beside
+// OpenID provider, forgot/reset and the magic link from the mails, a command-line tool's device login
+// (RFC 8628) approved and denied on /device. Refused fields get a sentence beside
 // them; the step-up dialog stays open on a wrong password; a used reset link is found out on load; the
 // pages carry the app's name (app.name). Screenshots of each page: test-results/deploy/example/.
 
@@ -513,6 +514,98 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await poll(() => owner.page.getByRole('alert').textContent()).toMatch(/wrong/i);
     await signIn(owner.page, email, 'the owner password');
     await expectAccount(owner.page, email);
+  });
+
+  // CONTRACT 15, device login (RFC 8628): a command-line tool (node's fetch here, as
+  // examples/device-cli does) asks for a code and polls; the person opens verification_uri_complete,
+  // signs in first, checks the name and the scopes and approves (step-up if asked); the tool's next
+  // poll gets an API key, which calls the todo plugin with Bearer. A second request, denied: access_denied.
+  // The account page lists the key, and revokes it.
+  it('device login: the tool\'s link, sign-in, the name and scopes on /device, Approve, the key calls the todo plugin; Deny; the key on /account, revoked', async () => {
+    const email = 'devi@example.com';
+    const password = 'devi has a long password';
+    await d.createUser(email, password);
+    const api = (p: string, init: { body?: unknown; key?: string } = {}) =>
+      fetch(`${d.appOrigin}/api${p}`, {
+        method: init.body === undefined ? 'GET' : 'POST',
+        headers: { ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...(init.key ? { authorization: `Bearer ${init.key}` } : {}) },
+        body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      });
+    type DeviceCode = { device_code: string; user_code: string; verification_uri: string; verification_uri_complete: string; expires_in: number; interval: number };
+    const askCode = async (name: string, scopes: string[]): Promise<DeviceCode> => {
+      const res = await api('/auth/device/code', { body: { name, scopes } });
+      expect(res.status, await res.clone().text()).toBe(200);
+      return (await res.json()) as DeviceCode;
+    };
+    let lastPoll = 0;
+    const pollToken = async (code: DeviceCode) => {
+      await sleep(Math.max(0, lastPoll + code.interval * 1000 + 200 - Date.now())); // never sooner than `interval` (slow_down)
+      lastPoll = Date.now();
+      const res = await api('/auth/device/token', { body: { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: code.device_code } });
+      return { status: res.status, body: (await res.json()) as Record<string, string> };
+    };
+
+    const scopes = ['svc__todo:read', 'svc__todo:write'];
+    const asked = await askCode('acme-cli on laptop', scopes);
+    expect(asked.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
+    expect(asked.verification_uri).toBe(`${d.appOrigin}/device`);
+    expect(asked.verification_uri_complete).toBe(`${d.appOrigin}/device?user_code=${asked.user_code}`);
+    expect(await pollToken(asked)).toMatchObject({ status: 400, body: { error: 'authorization_pending' } });
+
+    // Signed out: the page sends the person to /login, and back to the same request after it.
+    const { page: p } = await newPage();
+    await p.goto(asked.verification_uri_complete);
+    await p.waitForURL(`${d.appOrigin}/login?next=${encodeURIComponent(`/device?user_code=${asked.user_code}`)}`);
+    await p.getByLabel('Email', { exact: true }).fill(email);
+    await p.getByLabel('Password', { exact: true }).fill(password);
+    await mainButton(p, 'Sign in').click();
+    await p.waitForURL(asked.verification_uri_complete);
+    await poll(() => heading(p).textContent()).toBe('Sign in a device');
+    expect(await p.locator('#device-name').textContent()).toBe('acme-cli on laptop');
+    expect(await p.locator('#device-scopes li').allTextContents()).toEqual(scopes);
+    expect(await p.locator('#device-request').textContent()).toContain(asked.user_code);
+    await shots.take(p, 'device: the request to approve');
+    await mainButton(p, 'Approve').click();
+    await afterStepUp(p, p.getByRole('heading', { level: 1, name: 'Device approved' }), password);
+    await shots.take(p, 'device: approved');
+
+    // The tool's next poll gets the key, once; the key reads and writes todos (no cookie, no Origin).
+    const granted = await pollToken(asked);
+    expect(granted.status, JSON.stringify(granted.body)).toBe(200);
+    expect(granted.body).toMatchObject({ token_type: 'Bearer', scope: scopes.join(' ') });
+    const key = granted.body.access_token!;
+    expect(key).toMatch(/^svc_[A-Za-z0-9_-]{43}$/);
+    const created = await api('/svc__todo/todo', { key, body: { name: 'written with the device key' } });
+    expect(created.status, await created.clone().text()).toBe(201);
+    const listed = await api('/svc__todo/all', { key });
+    expect(listed.status).toBe(200);
+    expect(((await listed.json()) as { data: { name: string }[] }).data.map((t) => t.name)).toEqual(['written with the device key']);
+    const session = (await (await api('/auth/session', { key })).json()) as { provider: string; apiKey: { scopes: string[] } };
+    expect(session).toMatchObject({ provider: 'api_key', apiKey: { scopes } });
+
+    // Another request, denied on the same page (signed in now): the tool hears access_denied, no key is made.
+    const denied = await askCode('an unknown tool', ['svc__todo:read']);
+    lastPoll = 0;
+    await p.goto(denied.verification_uri_complete);
+    await poll(() => p.locator('#device-name').textContent()).toBe('an unknown tool');
+    await mainButton(p, 'Deny').click();
+    await poll(() => heading(p).textContent()).toBe('Device denied');
+    await shots.take(p, 'device: denied');
+    expect(await pollToken(denied)).toMatchObject({ status: 400, body: { error: 'access_denied' } });
+
+    // The account page lists the one key (by name and prefix, never the key); Revoke ends it everywhere.
+    await p.getByRole('link', { name: 'Your account' }).click();
+    await expectAccount(p, email);
+    const keys = p.locator('#api-keys > li');
+    await poll(() => keys.count()).toBe(1);
+    expect(await keys.textContent()).toContain(`acme-cli on laptop (${key.slice(0, 12)}…)`);
+    expect(await keys.textContent()).toContain('svc__todo:read, svc__todo:write');
+    expect(await p.locator('#api-keys').textContent()).not.toContain(key);
+    await shots.take(p, 'account: the device\'s API key');
+    await mainButton(p, 'Revoke API key acme-cli on laptop').click();
+    await poll(() => p.getByRole('status').textContent()).toBe('API key acme-cli on laptop revoked.');
+    await poll(() => keys.count()).toBe(0);
+    await poll(async () => (await api('/svc__todo/all', { key })).status).toBe(401);
   });
 
   it('on a desktop window too: the login page', async () => {

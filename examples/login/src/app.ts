@@ -1,7 +1,7 @@
 // The reference login UI of svc (issue 38): plain TypeScript on @svc/client, one page per path.
 // Paths: /login (password + second step, passkey, OAuth buttons), /login/link (magic link),
 // /signup, /verify-email, /forgot-password, /reset-password (the mail links of docs/email.md land on
-// the last three and /login/link), /account (sessions, password, TOTP, passkeys, connected accounts),
+// the last three and /login/link), /account (sessions, password, TOTP, passkeys, connected accounts, API keys),
 // /device (a command-line tool's device login: docs/api-keys.md#device-login).
 // Anything that needs a fresh login asks for it in a dialog (step-up) and then goes on.
 
@@ -611,6 +611,46 @@ async function passkeysSection(): Promise<HTMLElement> {
   );
 }
 
+/** The user's API keys (a device login makes one): what each may do, and Revoke (docs/api-keys.md). */
+async function apiKeysSection(): Promise<HTMLElement> {
+  const { items } = await svc.apiKeys();
+  return h(
+    'section',
+    { 'aria-labelledby': 'api-keys-title' },
+    h('h2', { id: 'api-keys-title' }, 'API keys'),
+    h('p', {}, 'Scripts and command-line tools use these; a device you approve gets one.'),
+    items.length
+      ? h(
+          'ul',
+          { class: 'list', id: 'api-keys' },
+          ...items.map((k) =>
+            h(
+              'li',
+              { 'data-id': k.id },
+              h(
+                'span',
+                {},
+                h('strong', {}, k.name),
+                ` (${k.prefix}…)`,
+                h('br'),
+                `may ${k.scopes.length ? k.scopes.join(', ') : 'only tell who you are'}; added ${when(k.createdAt)}, last used ${when(k.lastUsedAt)}${k.expiresAt ? `, expires ${when(k.expiresAt)}` : ''}`,
+              ),
+              actionButton(
+                'Revoke',
+                async () => {
+                  await fresh(() => svc.deleteApiKey(k.id));
+                  say(`API key ${k.name} revoked.`);
+                  await accountPage();
+                },
+                { 'aria-label': `Revoke API key ${k.name}` },
+              ),
+            ),
+          ),
+        )
+      : h('p', {}, 'None.'),
+  );
+}
+
 /** A provider's name for people ("GitHub"), its id when the list does not have it. */
 const labelOf = (providers: OAuthProvider[], id: string) => providers.find((p) => p.providerId === id)?.label ?? id;
 
@@ -697,7 +737,7 @@ async function pendingLinkSection(): Promise<HTMLElement | null> {
 async function accountPage(): Promise<void> {
   const session = await svc.currentSession({ user: true });
   if (!session) return location.assign(`/login?next=${encodeURIComponent(location.pathname)}`);
-  const sections = await Promise.all([pendingLinkSection(), sessionsSection(), passkeysSection(), connectedSection()]);
+  const sections = await Promise.all([pendingLinkSection(), sessionsSection(), passkeysSection(), connectedSection(), apiKeysSection()]);
   const status = document.getElementById('status')!.textContent;
   page(
     'Your account',
@@ -720,6 +760,7 @@ async function accountPage(): Promise<void> {
     totpSection(session),
     sections[2],
     sections[3],
+    sections[4],
   );
   if (status) say(status); // a page redrawn after an action keeps its announcement
 }

@@ -141,14 +141,17 @@ async function commandStats(redis: Redis): Promise<Record<string, number>> {
   return parseCommandStats((await redis.info('commandstats')) as string);
 }
 
-function cannon(url: string, cookie: string | null, seconds: number, latencies?: LatencyLog) {
-  const instance = autocannon({ url, connections: CONNECTIONS, duration: seconds, headers: cookie ? { cookie } : {}, timeout: 10 });
+/** What a request of `stack` carries: `login`'s value in the stack's header (`Cookie`, or `Authorization` for an API key). */
+const credentials = (stack: Stack, value: string | null): Record<string, string> => (value ? { [stack.header ?? 'cookie']: value } : {});
+
+function cannon(url: string, headers: Record<string, string>, seconds: number, latencies?: LatencyLog) {
+  const instance = autocannon({ url, connections: CONNECTIONS, duration: seconds, headers, timeout: 10 });
   if (latencies) instance.on('response', (_client, _status, _bytes, responseTime) => latencies.add(responseTime, performance.now()));
   return instance;
 }
 
-async function get(url: string, cookie: string | null): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(url, { headers: cookie ? { cookie } : {}, signal: AbortSignal.timeout(5000) });
+async function get(url: string, headers: Record<string, string>): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(5000) });
   const text = await res.text();
   let body: unknown = text;
   try {
@@ -161,12 +164,12 @@ async function get(url: string, cookie: string | null): Promise<{ status: number
 
 /** The endpoint answers the session for `cookie`, and does not answer it without one. */
 async function verify(stack: Stack, url: string, cookie: string | null, anonymousToo: boolean): Promise<void> {
-  const ok = await get(url + stack.path, cookie);
+  const ok = await get(url + stack.path, credentials(stack, cookie));
   if (ok.status !== 200 || !stack.check(ok.body)) {
     throw new Error(`${stack.id}: GET ${stack.path} with the session answered ${ok.status} ${JSON.stringify(ok.body).slice(0, 300)}`);
   }
   if (anonymousToo && cookie) {
-    const anon = await get(url + stack.path, null);
+    const anon = await get(url + stack.path, {});
     if (anon.status === 200 && stack.check(anon.body)) throw new Error(`${stack.id}: GET ${stack.path} answers a session without a cookie`);
   }
 }
@@ -177,13 +180,13 @@ async function measure(stack: Stack, running: RunningStack, redis: Redis, round:
   await verify(stack, running.url, cookie, round === 1);
   const target = running.url + stack.path;
 
-  const warm = await cannon(target, cookie, WARMUP);
+  const warm = await cannon(target, credentials(stack, cookie), WARMUP);
   if (warm.errors + warm.timeouts + warm.non2xx > 0) log(`  ${stack.id}: warm-up had ${warm.errors} errors, ${warm.timeouts} timeouts, ${warm.non2xx} non-2xx`);
 
   const latencies = new LatencyLog();
   const before = await commandStats(redis);
   const cpuBefore = cpuSeconds(running.child.pid);
-  const result: Result = await cannon(target, cookie, DURATION, latencies);
+  const result: Result = await cannon(target, credentials(stack, cookie), DURATION, latencies);
   const cpuAfter = cpuSeconds(running.child.pid);
   const after = await commandStats(redis);
   await verify(stack, running.url, cookie, false);
@@ -266,7 +269,7 @@ async function loginStorm(stack: Stack, running: RunningStack, redis: Redis, n: 
   const cookie = await stack.login(running.url);
   await verify(stack, running.url, cookie, false);
   const latencies = new LatencyLog();
-  const instance = cannon(running.url + stack.path, cookie, 60, latencies);
+  const instance = cannon(running.url + stack.path, credentials(stack, cookie), 60, latencies);
   const loadStart = performance.now();
   await sleep(3000);
   const t0 = performance.now();
@@ -398,6 +401,16 @@ function goalsOf(summaries: StackSummary[], storm: LoginStorm | null): Goal[] {
   add('svc plugin route / lean + auto-pipelining (req/s)', ratio(plugin?.reqPerSec, lp?.reqPerSec), '>= 0.9', (x) => x >= 0.9);
   add('p99 svc plugin route / lean + auto-pipelining', ratio(plugin?.p99, lp?.p99), '<= 1.2', (x) => x <= 1.2);
   add('svc plugin route store commands per request', plugin?.commandsPerRequest ?? NaN, '= 1', one(plugin));
+  // Issue 55: the todo plugin's GET with an API key against the same route with the user's cookie, per session setting.
+  for (const [tag, keyId, cookieId] of [['', 'svc-todo-key', 'svc-todo-cookie'], [' (localCache)', 'svc-todo-key-cache', 'svc-todo-cookie-cache']] as const) {
+    const key = by.get(keyId);
+    const cookie = by.get(cookieId);
+    add(`svc todo route${tag}, API key / cookie (req/s)`, ratio(key?.reqPerSec, cookie?.reqPerSec), '>= 0.9', (x) => x >= 0.9);
+    add(`p99 svc todo route${tag}, API key / cookie`, ratio(key?.p99, cookie?.p99), '-', null);
+    // One store command per request (issue 55): where the key's record comes from memory, the counter alone.
+    add(`svc todo route${tag}, API key: store commands per request`, key?.commandsPerRequest ?? NaN, tag ? '= 1' : '-', tag ? one(key) : null);
+    add(`svc todo route${tag}, cookie: store commands per request`, cookie?.commandsPerRequest ?? NaN, '-', null);
+  }
   add('svc peak RSS MB (session runs)', svc?.peakRssMB ?? NaN, '< 150', (x) => x < 150);
   if (storm) add('svc session p99 ms during the logins', storm.during.p99, '<= 50', (x) => x <= 50);
   return goals;

@@ -38,8 +38,13 @@ export interface Stack {
   /** The measured GET path. */
   path: string;
   start(ctx: StackContext): Promise<RunningStack>;
-  /** A fresh session (after a FLUSHALL): the `Cookie` header to send, or null when no auth is involved. */
+  /**
+   * A fresh session (after a FLUSHALL): the `Cookie` header to send (or the header `header` names), or
+   * null when no auth is involved.
+   */
   login(url: string): Promise<string | null>;
+  /** The request header `login`'s value goes in: `cookie` unless told (`authorization` for an API key). */
+  header?: 'cookie' | 'authorization';
   /** Whether a 200 body is the authenticated answer we expect. */
   check(body: unknown): boolean;
 }
@@ -134,9 +139,9 @@ function writeBenchPlugin(appRoot: string, svcDir: string): void {
 function svcStack(
   id: string,
   label: string,
-  auth: { session: Record<string, unknown>; store?: { keyPrefix: string } },
+  auth: { session: Record<string, unknown>; store?: { keyPrefix: string }; apiKeys?: Record<string, number> },
   what: string,
-  route: { path: string; plugin?: boolean } = { path: '/auth/session' },
+  route: { path: string; plugin?: boolean; appConfig?: Record<string, unknown> } = { path: '/auth/session' },
   dirOf: (ctx: StackContext) => string = (ctx) => ctx.svcDir,
 ): Stack {
   return {
@@ -153,7 +158,7 @@ function svcStack(
       ctx.tempDirs.push(appRoot, dataDir);
       mkdirSync(appRoot, { recursive: true });
       // trustProxy: the login storm speaks for many clients through X-Forwarded-For (per-IP login limits).
-      writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { cookie: { secure: false }, ...auth }, server: { trustProxy: 1 } }));
+      writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ ...route.appConfig, auth: { cookie: { secure: false }, ...auth }, server: { trustProxy: 1 } }));
       if (route.plugin) writeBenchPlugin(appRoot, dirOf(ctx));
       writeDotEnv(appRoot, { CACHE_URL: ctx.redisUrl, SVC_ADMIN_PASSWORD: svcAdmin.password });
       const port = await freePort();
@@ -205,6 +210,58 @@ const svcPlugin = svcStack(
   'a folder plugin in the app root, its one route behind `instance.auth.authenticate()`, answering the caller; the default session settings',
   { path: `/${BENCH_PLUGIN}/whoami`, plugin: true },
 );
+
+// The bundled todo plugin's list route (`GET /svc__todo/all`, three items of a plain user), called with
+// the user's session cookie or with an API key of that user (`Authorization: Bearer svc_...`, scope
+// svc__todo:read; issue 55): the two run side by side, so their ratio is the cost of the key (its
+// per-key rate-limit counter, its record). The per-key limit is raised out of the way (1,000,000 a
+// minute); `maxPerUser` too, since every run makes a new key.
+const TODO_USER = { email: 'bench-todo@example.com', password: 'bench-todo-password-0123' };
+
+function svcTodo(id: string, label: string, credential: 'cookie' | 'key', session: Record<string, unknown>, keyPrefix: string | undefined, what: string): Stack {
+  const base = svcStack(
+    id,
+    label,
+    { session, ...(keyPrefix ? { store: { keyPrefix } } : {}), apiKeys: { rateLimit: 1_000_000, maxPerUser: 1000 } },
+    what,
+    { path: '/svc__todo/all', appConfig: { plugins: ['svc__todo'] } },
+  );
+  return {
+    ...base,
+    description:
+      base.description.replace(/; `GET .*$/, '') +
+      `; \`GET /svc__todo/all\` (the bundled todo plugin, three items) as a plain user, ${credential === 'key' ? 'with an API key of the user (`Authorization: Bearer svc_...`, scope `svc__todo:read`; `auth.apiKeys.rateLimit` 1,000,000)' : 'with the cookie from `POST /auth/login`'} (${what}).`,
+    header: credential === 'key' ? 'authorization' : 'cookie',
+    async login(url) {
+      const admin = await loginAt(`${url}/auth/login`, svcAdmin);
+      const created = await postJson(`${url}/auth/users`, TODO_USER, { cookie: admin });
+      if (created.status !== 201 && created.status !== 409) throw new Error(`POST /auth/users answered ${created.status}: ${(await created.text()).slice(0, 300)}`);
+      await created.arrayBuffer();
+      const cookie = await loginAt(`${url}/auth/login`, TODO_USER);
+      if (created.status === 201) {
+        for (const name of ['milk', 'bread', 'the bench']) {
+          const res = await postJson(`${url}/svc__todo/todo`, { name }, { cookie });
+          if (res.status !== 201) throw new Error(`POST /svc__todo/todo answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+          await res.arrayBuffer();
+        }
+      }
+      if (credential === 'cookie') return cookie;
+      const res = await postJson(`${url}/auth/api-keys`, { name: `bench ${Date.now()}`, scopes: ['svc__todo:read'] }, { cookie });
+      const body = (await res.json()) as { key?: string };
+      if (res.status !== 201 || !body.key) throw new Error(`POST /auth/api-keys answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
+      return `Bearer ${body.key}`;
+    },
+    check: (body) => isObject(body) && Array.isArray(body.data) && body.data.length === 3,
+  };
+}
+
+// The default session settings: the key's record is read from the store beside its counter.
+const svcTodoKey = svcTodo('svc-todo-key', 'svc todo route, API key', 'key', {}, undefined, 'the default session settings');
+const svcTodoCookie = svcTodo('svc-todo-cookie', 'svc todo route, cookie', 'cookie', {}, undefined, 'the default session settings');
+// `auth.session.localCache`: the key's record (like a session's) from memory, kept exact by key tracking;
+// each with its own key prefix, so that neither process is told of the other's store traffic.
+const svcTodoKeyCached = svcTodo('svc-todo-key-cache', 'svc todo route, API key (localCache)', 'key', { localCache: true }, 'todo-key:', '`auth.session.localCache: true`');
+const svcTodoCookieCached = svcTodo('svc-todo-cookie-cache', 'svc todo route, cookie (localCache)', 'cookie', { localCache: true }, 'todo-cookie:', '`auth.session.localCache: true`');
 
 const express: Stack = {
   id: 'express',
@@ -290,6 +347,10 @@ export const STACKS: Stack[] = [
   svc,
   svcCached,
   svcPlugin,
+  svcTodoKey,
+  svcTodoCookie,
+  svcTodoKeyCached,
+  svcTodoCookieCached,
   express,
   fastify,
   betterAuth('better-auth', 'better-auth', undefined, 'Its default `updateAge` (1 day): within a run the session is only read, its expiry does not move.'),

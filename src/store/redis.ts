@@ -40,6 +40,19 @@ export interface RedisStoreOptions {
 
 /** `decr`: an existing counter only; one back at 0 or below goes (Store.decr). */
 const DECR_SCRIPT = "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end local n = redis.call('DECR', KEYS[1]) if n <= 0 then redis.call('DEL', KEYS[1]) end return n";
+/**
+ * A counter and its window in one atomic step: the first increment starts the window. One EVALSHA
+ * where MULTI/INCR/EXPIRE NX/EXEC sent four commands (an API key's per-request rate count: the
+ * transaction's parsing was 13% of a key request's CPU in a profile). Atomic, so a crash cannot leave
+ * a counter without its expiry.
+ */
+const INCR_SCRIPT = "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end return n";
+
+/** The scripts, sent once and then called by hash (ioredis `defineCommand`: EVALSHA, EVAL when not cached). */
+interface Scripts {
+  svcIncr(key: string, ttl: number): Promise<number>;
+  svcDecr(key: string): Promise<number>;
+}
 
 /**
  * The store on Redis through ioredis: one server, a Cluster or Sentinel (`redis-url.ts`). Every command
@@ -77,6 +90,8 @@ export class RedisStore implements Store {
     const urlHasPassword = target.kind === 'single' ? Boolean(new URL(opts.url).password) : Boolean(target.password);
     if (opts.password && !urlHasPassword) options.password = opts.password;
     this.client = createRedisClient(target, options);
+    this.client.defineCommand('svcIncr', { numberOfKeys: 1, lua: INCR_SCRIPT });
+    this.client.defineCommand('svcDecr', { numberOfKeys: 1, lua: DECR_SCRIPT });
     const log = opts.logger;
     this.logger = log;
     let connectedOnce = false;
@@ -202,19 +217,13 @@ export class RedisStore implements Store {
   }
 
   incr(key: string, ttl: number) {
-    return this.run(async () => {
-      // One round trip, one key: the counter and its window start together (EXPIRE NX, Redis 7).
-      const results = await this.client.multi().incr(key).call('EXPIRE', key, ttl, 'NX').exec();
-      const [err, value] = results?.[0] ?? [new Error('transaction aborted'), null];
-      if (err) throw err;
-      return value as number;
-    });
+    return this.run(async () => Number(await (this.client as unknown as Scripts).svcIncr(key, ttl)));
   }
 
   decr(key: string) {
     // One key, atomic: DECR alone would create a counter without TTL when the key just expired, and a
     // DEL sent after it could remove another instance's increment made in between.
-    return this.run(async () => Number(await this.client.eval(DECR_SCRIPT, 1, key)));
+    return this.run(async () => Number(await (this.client as unknown as Scripts).svcDecr(key)));
   }
 
   sAdd(key: string, members: string[], ttl?: number) {

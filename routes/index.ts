@@ -13,6 +13,8 @@ import { oauthCallback, oauthFormPostCallback, oauthProviders, oauthStart, retur
 import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
 import { login, logout, logoutAll, session } from './auth/session.ts';
 import { reauthenticate } from './auth/reauthenticate.ts';
+import { authConfig } from './auth/config.ts';
+import { notMe } from './auth/not-me.ts';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './auth/users.ts';
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, testWebhook, updateWebhook } from './auth/webhooks.ts';
 import { createWorkSession, deleteWorkSession, getWorkSession, listWorkSessions, updateWorkSession } from './auth/work-sessions.ts';
@@ -25,6 +27,8 @@ const factories = [
   logout,
   logoutAll,
   session,
+  authConfig,
+  notMe,
   listOwnSessions,
   endOwnSession,
   changeOwnPassword,

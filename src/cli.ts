@@ -4,6 +4,8 @@ import * as v from 'valibot';
 import { hasCharacters, MIN_PASSWORD_LENGTH } from './auth/passwords.ts';
 import { AuditLog } from './audit/log.ts';
 import { UserService } from './auth/users.ts';
+import { BreachedPasswords } from './auth/breached-passwords.ts';
+import type { AppError } from './http/errors.ts';
 import { loadConfig, loadDotEnv } from './config/load.ts';
 import { openDatabase } from './db/index.ts';
 import { DataVersionError, migrate, MIGRATIONS } from './db/migrations.ts';
@@ -81,6 +83,14 @@ async function createUser(args: string[]): Promise<number> {
   }
   const { config } = await loadConfig(process.env, { sendsMail: false });
   const logger = createLogger('warn');
+  try {
+    await new BreachedPasswords(config.auth.passwords.breachCheck, logger).check(password);
+  } catch (err) {
+    const e = err as AppError;
+    if (e.code !== 'password_compromised' && e.code !== 'breach_check_unavailable') throw err;
+    process.stderr.write(`${e.code}: ${e.message}\n`);
+    return e.code === 'password_compromised' ? 2 : 1;
+  }
   const db = await openDatabase(config, logger);
   try {
     const users = await UserService.open(db);

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { captchaTokenSchema } from '../../src/defences/captcha.ts';
 import { MAX_PASSWORD_LENGTH, newPasswordSchema } from '../../src/auth/passwords.ts';
 import { invalidToken } from '../../src/auth/self-service.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
@@ -25,8 +26,9 @@ export const forgotPassword = ({ auth }: ServerInstance) =>
     path: '/auth/password/forgot',
     onRequest: auth.email.guard(),
     config: { public: true },
-    schema: { summary: 'Ask for a password reset link', description: accepted, tags, body: v.strictObject({ email: emailSchema }) },
+    schema: { summary: 'Ask for a password reset link', description: accepted, tags, body: v.strictObject({ email: emailSchema, captchaToken: captchaTokenSchema }) },
     handler: async (c, { body }) => {
+      await auth.captcha.requireFor(c, body.email, body.captchaToken);
       await auth.email.forgot(body.email);
       return c.json({}, 202);
     },
@@ -85,9 +87,10 @@ export const signup = ({ auth }: ServerInstance) =>
       summary: 'Sign up',
       description: `A new address: an unverified user and a verification mail; a known one: nothing changes and its owner gets a mail. ${accepted} 403 \`signup_disabled\`.`,
       tags,
-      body: v.strictObject({ email: emailSchema, password: newPasswordSchema, firstname: v.optional(nameSchema), lastname: v.optional(nameSchema) }),
+      body: v.strictObject({ email: emailSchema, password: newPasswordSchema, firstname: v.optional(nameSchema), lastname: v.optional(nameSchema), captchaToken: captchaTokenSchema }),
     },
-    handler: async (c, { body }) => {
+    handler: async (c, { body: { captchaToken, ...body } }) => {
+      await auth.captcha.requireFor(c, body.email, captchaToken);
       await auth.email.signup(c, body);
       return c.json({}, 202);
     },
@@ -139,9 +142,10 @@ export const requestMagicLink = ({ auth }: ServerInstance) =>
       summary: 'Ask for a login link',
       description: `Sets the HttpOnly \`svc_magic\` cookie (10 minutes): the link works only in this browser. No account is created. ${accepted} 403 \`magic_link_disabled\`.`,
       tags,
-      body: v.strictObject({ email: emailSchema }),
+      body: v.strictObject({ email: emailSchema, captchaToken: captchaTokenSchema }),
     },
     handler: async (c, { body }) => {
+      await auth.captcha.requireFor(c, body.email, body.captchaToken);
       await auth.email.startMagicLink(c, body.email);
       return c.json({}, 202);
     },

@@ -10,6 +10,7 @@ import { totpEnabled } from '../../src/auth/totp.ts';
 import type { ApiKeyCaller, AppEnv } from '../../src/http/env.ts';
 import * as v from 'valibot';
 import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
+import { captchaTokenSchema } from '../../src/defences/captcha.ts';
 import { epochOf, toPublicUser, type UserDoc } from '../../src/auth/users.ts';
 import { AppError } from '../../src/http/errors.ts';
 import { isoTime } from '../../src/http/iso-time.ts';
@@ -20,6 +21,7 @@ import type { ServerInstance } from '../../src/instance.ts';
 const loginBody = v.strictObject({
   email: emailSchema,
   password: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PASSWORD_LENGTH)),
+  captchaToken: captchaTokenSchema,
 });
 
 
@@ -37,9 +39,11 @@ export const login = ({ auth }: ServerInstance) =>
     },
     handler: async (c, { body }) => {
       const user = await auth.audit.loginAttempt(c, () => ({ email: body.email }), async () => {
-        const user = await auth.checkPassword(c, body.email, body.password);
+        const user = await auth.checkPassword(c, body.email, body.password, { token: body.captchaToken });
         if (!user) throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
         // Only after the right password: a wrong one stays 401 and tells nothing about the account.
+        // After "this wasn't me" (CONTRACT 14): the password is known to someone else until a reset.
+        if (user.passwordResetRequired) throw new AppError(403, 'password_reset_required', 'This password was locked after you reported a login that was not you: choose a new one with the link we mailed you (or "Forgot password")');
         if (auth.email.mustVerifyFirst(user)) throw new AppError(403, 'email_not_verified', 'Confirm your email address first: follow the link in the mail (POST /auth/email/verify/request sends a new one)');
         return user;
       });

@@ -38,6 +38,7 @@ export const createUser = ({ auth }: ServerInstance) =>
     schema: { summary: 'Create a user (admin)', description: `${stepUp} makes an admin.`, tags, body: createBody },
     handler: async (c, { body }) => {
       if (body.isAdmin) await auth.assertFresh(c);
+      await auth.breachedPasswords.check(body.password);
       const user = await auth.users.create({ ...body, email_verified: false, createdVia: 'admin' });
       await auth.audit.record(c, { type: 'user.created', actor: adminActor(c), subject: { userId: user._id, email: user.email }, details: { via: 'admin', ...(isAdmin(user) ? { isAdmin: true } : {}) } });
       return c.json(toPublicUser(user), 201);

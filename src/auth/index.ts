@@ -36,6 +36,9 @@ import type { IncomingMessage } from 'node:http';
 import { Mailer } from '../email/transport.ts';
 import { Webhooks } from '../webhooks/index.ts';
 import { EmailSelfService } from './self-service.ts';
+import { BreachedPasswords } from './breached-passwords.ts';
+import { CaptchaOnRisk } from '../defences/captcha.ts';
+import { KnownDevices } from '../defences/devices.ts';
 import { adminActor, AuditLog } from '../audit/log.ts';
 import type { AuditActor, RevokeReason } from '../audit/record.ts';
 import { loginMethod } from '../audit/methods.ts';
@@ -111,6 +114,12 @@ export class Auth {
   readonly apiKeys: ApiKeyService;
   /** Device login (CONTRACT 15, RFC 8628): command-line tools get an API key the user approved. */
   readonly device: DeviceFlow;
+  /** Breached passwords by k-anonymity (CONTRACT 14): every password being set, but the bootstrap admin's. */
+  readonly breachedPasswords: BreachedPasswords;
+  /** Captcha on risk (CONTRACT 14): asked of callers with failed logins behind them. */
+  readonly captcha: CaptchaOnRisk;
+  /** Known devices, new-device notices and `POST /auth/not-me` (CONTRACT 14). */
+  readonly devices: KnownDevices;
   private readonly logger: Logger;
   private readonly waysInStore: Store;
 
@@ -126,6 +135,8 @@ export class Auth {
     this.audit = parts.audit;
     this.webhooks = parts.webhooks;
     this.logger = parts.logger;
+    this.breachedPasswords = new BreachedPasswords(config.auth.passwords.breachCheck, parts.logger);
+    this.captcha = new CaptchaOnRisk(config, parts.logger, (email, ip) => this.loginLimit.peek(email, ip));
     this.passkeys = parts.passkeys;
     this.loginLimit = new LoginRateLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);
     this.providers = parts.providers;
@@ -142,6 +153,7 @@ export class Auth {
     this.onSessionEnd((sid) => this.assets.endSession(sid).catch(() => {}));
     this.mailer = parts.mailer;
     this.email = new EmailSelfService(this, config, parts.stores.forRole('sessions'), parts.mailer, this.flowCookies);
+    this.devices = new KnownDevices(config, parts.stores.forRole('sessions'), parts.mailer, parts.logger, this);
     this.cookieName = config.auth.cookie.hostPrefix ? `__Host-${config.auth.cookie.name}` : config.auth.cookie.name;
   }
 
@@ -294,6 +306,7 @@ export class Auth {
           throw err;
         }
         this.setSessionCookie(c, id);
+        await this.devices.afterLogin(c, fresh, session.hash);
         await this.audit.record(c, {
           type: 'login.succeeded',
           actor: { type: 'user', id: fresh._id },
@@ -312,13 +325,15 @@ export class Auth {
   /**
    * Checks an email and password under the login limits (CONTRACT section 3): 429 past them; a
    * failure stays counted, a success clears it, an attempt that could not be judged (database down,
-   * server busy) does not count. Returns the user, or null for a wrong email or password.
+   * server busy) does not count. Returns the user, or null for a wrong email or password. `captcha`
+   * (`POST /auth/login`): the attempt, once counted, needs a captcha when failures came before it.
    */
-  async checkPassword(c: Context, email: string, password: string): Promise<UserDoc | null> {
+  async checkPassword(c: Context, email: string, password: string, captcha?: { token: string | undefined }): Promise<UserDoc | null> {
     const ip = clientIp(c, this.config.server.trustProxy);
-    await this.loginLimit.check(email, ip);
+    const before = await this.loginLimit.check(email, ip);
     let user: UserDoc | null;
     try {
+      if (captcha) await this.captcha.require(c, before, captcha.token);
       user = await this.users.checkPassword(email, password);
     } catch (err) {
       await this.loginLimit.release(email, ip).catch(() => {});
@@ -413,6 +428,7 @@ export class Auth {
    */
   async updateUser(id: string, patch: UserPatch, own?: { keepSessionHash?: string; epoch?: number }, c: Context<AppEnv> | null = null): Promise<UserDoc> {
     const before = await this.users.get(id);
+    if (patch.password !== undefined) await this.breachedPasswords.check(patch.password);
     const { isAdmin: admin, ...rest } = patch;
     if (admin === false && isAdmin(before)) {
       await this.users.demote(id);

@@ -70,15 +70,26 @@ export class LoginRateLimit {
    * Throws 429 `too_many_attempts` with `Retry-After` while a limit is reached; otherwise counts this
    * attempt against its IP and its email+IP. Call once per attempt, before verifying.
    */
-  async check(email: string, ip: string): Promise<void> {
+  async check(email: string, ip: string): Promise<{ pair: number; ip: number }> {
     const keys = this.keys(email, ip);
-    if ((await this.store.incr(keys.ip, WINDOW)) > PER_IP) await this.refuse(keys.ip);
-    if ((await this.store.incr(keys.pair, WINDOW)) > PER_EMAIL_AND_IP) {
+    const perIp = await this.store.incr(keys.ip, WINDOW);
+    if (perIp > PER_IP) await this.refuse(keys.ip);
+    const pair = await this.store.incr(keys.pair, WINDOW);
+    if (pair > PER_EMAIL_AND_IP) {
       // Refused unchecked: no failure, so the IP gets its attempt back (else 40 tries at one locked
       // email left the address 10 failures for every other account instead of 45).
       await this.giveBack(keys.ip);
       await this.refuse(keys.pair);
     }
+    // What came before this attempt (failures, and attempts still being checked): captcha on risk reads it.
+    return { pair: pair - 1, ip: perIp - 1 };
+  }
+
+  /** The counters as they stand, nothing counted (captcha on risk for routes that check no password). */
+  async peek(email: string, ip: string): Promise<{ pair: number; ip: number }> {
+    const keys = this.keys(email, ip);
+    const [pair, perIp] = await Promise.all([this.store.get(keys.pair), this.store.get(keys.ip)]);
+    return { pair: Number(pair) || 0, ip: Number(perIp) || 0 };
   }
 
   /** An attempt that could not be judged (store or database down, server busy) does not count. */

@@ -12,6 +12,7 @@ import { EmailTokens, TOKEN_TTL, type TokenPurpose, type TokenRecord } from './e
 import type { FlowCookies } from './flow-cookies.ts';
 import { sha256hex } from './hash.ts';
 import { hashPassword } from './passwords.ts';
+import type { BreachedPasswords } from './breached-passwords.ts';
 import { rateLimitSubject, tooMany } from './rate-limit.ts';
 import { atEpoch, epochOf, ownsEmail, type UserDoc, type UserService } from './users.ts';
 
@@ -37,6 +38,7 @@ export interface SelfServiceAuth {
   readonly users: UserService;
   claim(user: UserDoc, c?: Context<AppEnv> | null): Promise<void>;
   readonly audit: AuditLog;
+  readonly breachedPasswords: Pick<BreachedPasswords, 'check'>;
   checkPassword(c: Context, email: string, password: string): Promise<UserDoc | null>;
   readonly passkeys: { list(userId: string): Promise<{ name: string }[]> };
   readonly accounts: { listFor(userId: string): Promise<{ provider: string }[]> };
@@ -147,6 +149,7 @@ export class EmailSelfService {
    * it is what later tells the maker's verification from the mailbox owner's (`verify`).
    */
   async signup(c: Context<AppEnv>, body: { email: string; password: string; firstname?: string; lastname?: string }): Promise<void> {
+    await this.auth.breachedPasswords.check(body.password); // the same answer for a new and a known address
     const signupBinding = this.bindBrowser(c, SIGNUP_COOKIE, TOKEN_TTL.verify);
     const mail = await this.mayMail(body.email);
     let kind: MailKind = 'verify';
@@ -207,6 +210,7 @@ export class EmailSelfService {
    * password changed another way, or when another reset won.
    */
   async reset(c: Context<AppEnv>, token: string, newPassword: string): Promise<void> {
+    await this.auth.breachedPasswords.check(newPassword); // before the token is used: it stays usable
     const passwordHash = await hashPassword(newPassword);
     const user = await this.holder(await this.tokens.consume('reset', token), true);
     let epoch = epochOf(user);
@@ -216,6 +220,7 @@ export class EmailSelfService {
     }
     const done = await this.auth.users.users.updateOne(atEpoch(user._id, epoch), {
       $set: { passwordHash, email_verified: true, updatedAt: new Date().toISOString() },
+      $unset: { passwordResetRequired: true as const },
       $inc: { epoch: 1 },
     });
     if (!done) throw invalidToken();

@@ -50,6 +50,8 @@ export interface UserDoc {
    * verification from that browser keeps the sign-up's password; from any other it is a claim (CONTRACT 12).
    */
   signupBinding?: string;
+  /** `POST /auth/not-me` (CONTRACT 14): the password logs in no more until a reset. */
+  passwordResetRequired?: boolean;
   passwordHash?: string;
   /**
    * The credentials epoch (DESIGN "Every way in has one lifecycle"): every lifecycle event (claim,

@@ -47,6 +47,8 @@ export interface EnvConfig {
   smtpUrl?: string;
   /** `SVC_MAIL_FROM`: the sender of every mail. */
   mailFrom: string;
+  /** The captcha provider's secret (CONTRACT 14), from the variable `auth.captcha.secretEnv` names. */
+  captchaSecret?: string;
 }
 
 type EmailConfig = FileConfig['auth']['email'];
@@ -431,6 +433,10 @@ export async function loadConfig(
     warnings.push(
       `links in mails go to svc's own address (${linkBaseUrl}${auth.email.paths.reset}?token=...): unless a frontend served from that origin has these pages, set SVC_FRONTEND_URLS (or auth.email.linkBaseUrl) to the frontend whose pages POST the tokens`,
     );
+  }
+  if (auth.captcha) {
+    env.captchaSecret = processEnv[auth.captcha.secretEnv] || undefined;
+    if (!env.captchaSecret && overrides.sendsMail !== false) throw new ConfigError(`auth.captcha: set ${auth.captcha.secretEnv} (auth.captcha.secretEnv) to the ${auth.captcha.provider} secret key`);
   }
   const config: Config = { ...parsed.output, auth: { ...auth, store: { keyPrefix: auth.store.keyPrefix ?? '' }, email: { ...auth.email, linkBaseUrl } }, env, source };
   // Only what sends mail needs the relay: `svc user create` on the same app root does not.

@@ -101,6 +101,35 @@ export const configSchema = v.strictObject({
         }),
         {},
       ),
+      /** Breached passwords (CONTRACT 14, docs/security.md): passwords being set are checked by k-anonymity against a range API. */
+      passwords: v.optional(
+        v.strictObject({
+          breachCheck: v.optional(
+            v.strictObject({
+              enabled: v.optional(v.boolean(), false),
+              /** `GET <rangeUrl><5 hex>`: the Pwned Passwords range API, or an operator's mirror of it. */
+              rangeUrl: v.optional(v.pipe(v.string(), v.url(), v.regex(/^https?:\/\//, 'must be an http(s) URL')), 'https://api.pwnedpasswords.com/range/'),
+              timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(50), v.maxValue(30_000)), 1500),
+              /** The range service down or slow: true accepts the password (warn log), false answers 503. */
+              failOpen: v.optional(v.boolean(), true),
+            }),
+            {},
+          ),
+        }),
+        {},
+      ),
+      /** Security notices (CONTRACT 14): `newDevice` unset means on when SVC_SMTP_URL is set. */
+      notices: v.optional(v.strictObject({ newDevice: v.optional(v.boolean()) }), {}),
+      /** Captcha on risk (CONTRACT 14, docs/security.md): unset, never asked. The secret is read from the variable `secretEnv` names. */
+      captcha: v.optional(
+        v.strictObject({
+          provider: v.picklist(['turnstile', 'hcaptcha', 'recaptcha']),
+          siteKey: v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')),
+          secretEnv: v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')),
+          /** Unset: the provider's siteverify endpoint. */
+          verifyUrl: v.optional(v.pipe(v.string(), v.url(), v.regex(/^https?:\/\//, 'must be an http(s) URL'))),
+        }),
+      ),
       /** The audit log (CONTRACT 13, docs/events.md): records older than this many days go. */
       audit: v.optional(v.strictObject({ retentionDays: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(3650)), 90) }), {}),
       /** Webhook delivery (CONTRACT 13): retry n comes `retrySchedule[n-1]` seconds after attempt n, then `failed`. */
@@ -134,6 +163,8 @@ export const configSchema = v.strictObject({
               magicLink: v.optional(linkPath, '/login/link'),
               /** The device login page (CONTRACT 15): `verification_uri`. */
               device: v.optional(linkPath, '/device'),
+              /** The "this wasn't me" page of new-device notices (CONTRACT 14). */
+              notMe: v.optional(linkPath, '/not-me'),
             }),
             {},
           ),
@@ -154,6 +185,7 @@ export const configSchema = v.strictObject({
               signupExisting: v.optional(subject),
               passwordChanged: v.optional(subject),
               totpDisabled: v.optional(subject),
+              newDevice: v.optional(subject),
             }),
             {},
           ),

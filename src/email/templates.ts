@@ -7,7 +7,7 @@ import type { Config } from '../config/load.ts';
  * `emails/<kind>.txt` or `emails/<kind>.html` in its app root, and the subject with
  * `auth.email.subjects.<kind>`.
  */
-export const MAIL_KINDS = ['verify', 'reset', 'magicLink', 'signupExisting', 'passwordChanged', 'totpDisabled'] as const;
+export const MAIL_KINDS = ['verify', 'reset', 'magicLink', 'signupExisting', 'passwordChanged', 'totpDisabled', 'newDevice'] as const;
 export type MailKind = (typeof MAIL_KINDS)[number];
 
 /**
@@ -22,6 +22,10 @@ export interface MailVars {
   link?: string;
   validFor?: string;
   waysIn?: string;
+  /** New-device notices: when (UTC), the browser and system, and the address of the login. */
+  time?: string;
+  device?: string;
+  ip?: string;
 }
 const VARIABLES: Record<MailKind, (keyof MailVars)[]> = {
   verify: ['email', 'link', 'validFor'],
@@ -30,6 +34,7 @@ const VARIABLES: Record<MailKind, (keyof MailVars)[]> = {
   signupExisting: ['email', 'link', 'validFor'],
   passwordChanged: ['email', 'waysIn'],
   totpDisabled: ['email'],
+  newDevice: ['email', 'time', 'device', 'ip', 'link', 'validFor'],
 };
 
 const SUBJECTS: Record<MailKind, string> = {
@@ -39,6 +44,7 @@ const SUBJECTS: Record<MailKind, string> = {
   signupExisting: 'Someone tried to sign up with your address',
   passwordChanged: 'Your password was changed',
   totpDisabled: 'Two-factor authentication was turned off',
+  newDevice: 'New login to your account',
 };
 
 const NOT_YOU = 'If this was not you, you can ignore this mail: nothing changes until the link is used.';
@@ -64,6 +70,11 @@ const TEXTS: Record<MailKind, [string[], string | null, string[]]> = {
     [],
   ],
   totpDisabled: [['Two-factor authentication was turned off for the account {{email}}.', ALARM], null, []],
+  newDevice: [
+    ['Someone logged in to the account {{email}} from a device it had not used before.', 'When: {{time}}', 'Device: {{device}}', 'IP address: {{ip}}', 'If this was you, there is nothing to do.'],
+    'This was not me',
+    ['The link works for {{validFor}}, once: it ends that login, stops the password from working and sends you a link to choose a new one.'],
+  ],
 };
 
 /** With `app.name` set, every default mail opens with it (who writes: the app the user knows, not svc). */

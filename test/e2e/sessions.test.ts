@@ -194,11 +194,13 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
         expect(await store.sMembers(`${a.keyPrefix}user-sessions:${user.id}`)).toEqual([hash]);
 
         // Everything under the prefix: a session key, the index, where the session came from (for
-        // GET /auth/sessions), nothing else; the raw id nowhere.
+        // GET /auth/sessions), the user's known devices (CONTRACT 14: SHA-256 of device ids), nothing
+        // else; the raw id nowhere.
         const dump = await dumpStore(a, url ?? undefined);
         expect([...dump.keys()].sort()).toEqual(
-          [`${a.keyPrefix}session:${hash}`, `${a.keyPrefix}user-sessions:${user.id}`, `${a.keyPrefix}session-origin:${hash}`].sort(),
+          [`${a.keyPrefix}session:${hash}`, `${a.keyPrefix}user-sessions:${user.id}`, `${a.keyPrefix}session-origin:${hash}`, `${a.keyPrefix}known-devices:${user.id}`].sort(),
         );
+        expect(JSON.parse(dump.get(`${a.keyPrefix}known-devices:${user.id}`)!)).toEqual([expect.stringMatching(/^[0-9a-f]{64}$/)]);
         expect(Object.keys(JSON.parse(dump.get(`${a.keyPrefix}session-origin:${hash}`)!)).sort()).toEqual(['device', 'ip']);
         for (const [key, value] of dump) {
           expect(key).not.toContain(id);

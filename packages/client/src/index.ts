@@ -205,6 +205,10 @@ export function createClient(options: ClientOptions = {}) {
 
     // 5. OAuth
     oauthProviders: () => call('oauthProviders'),
+    /** What the login page offers: the captcha widget to show after `captcha_required`, sign-up, magic link, passkeys, providers. */
+    authConfig: () => call('authConfig'),
+    /** The token of a new-device notice's "this wasn't me" link: ends that login, locks the password until a reset. */
+    notMe: (token: string) => call('notMe', { body: { token } }),
     /** The URL that starts a login with `provider` (a full-page navigation, not a fetch). */
     oauthLoginUrl: (provider: string) => `${base}${fill(routes.oauthStart[1], { provider })}`,
     /**
@@ -229,11 +233,11 @@ export function createClient(options: ClientOptions = {}) {
     requestVerification: (email: string) => call('requestVerification', { body: { email } }),
     /** `password`: the sign-up's password, which keeps it when verifying from another browser. */
     verifyEmail: (token: string, password?: string) => call('verifyEmail', { body: password === undefined ? { token } : { token, password } }),
-    forgotPassword: (email: string) => call('forgotPassword', { body: { email } }),
+    forgotPassword: (email: string, captchaToken?: string) => call('forgotPassword', { body: captchaToken === undefined ? { email } : { email, captchaToken } }),
     resetPassword: (body: Bodies['resetPassword']) => call('resetPassword', { body }),
     /** Whether a reset link still works, without using it: resolves, or throws `invalid_token` (ask for a new link). */
     checkResetToken: (token: string) => call('checkResetToken', { body: { token } }),
-    requestMagicLink: (email: string) => call('requestMagicLink', { body: { email } }),
+    requestMagicLink: (email: string, captchaToken?: string) => call('requestMagicLink', { body: captchaToken === undefined ? { email } : { email, captchaToken } }),
     verifyMagicLink: (token: string) => call('verifyMagicLink', { body: { token } }),
 
     // Admin (3, 5)

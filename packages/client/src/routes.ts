@@ -18,6 +18,9 @@ export const routes = {
   logout: ['POST', '/auth/logout'],
   logoutAll: ['POST', '/auth/logout-all'],
   session: ['GET', '/auth/session'],
+  // 14. What the login page offers (captcha, sign-up, magic link, passkeys, providers)
+  authConfig: ['GET', '/auth/config'],
+  notMe: ['POST', '/auth/not-me'],
   // 3. Users (admin)
   createUser: ['POST', '/auth/users'],
   listUsers: ['GET', '/auth/users'],
@@ -279,6 +282,16 @@ export interface WebhookDelivery {
 // Request bodies, by route (routes without a body are absent)
 
 export type Email = { email: string };
+/** The token of the captcha widget, sent once the service answered 400 `captcha_required`. */
+export type CaptchaToken = { captchaToken?: string };
+/** `GET /auth/config`: what the login page offers. */
+export interface AuthConfig {
+  captcha: { provider: 'turnstile' | 'hcaptcha' | 'recaptcha'; siteKey: string } | null;
+  signup: boolean;
+  magicLink: boolean;
+  passkeys: boolean;
+  providers: OAuthProvider[];
+}
 export type Token = { token: string };
 export interface NewUser {
   email: string;
@@ -307,7 +320,8 @@ export interface NewWebhook {
 }
 
 export interface Bodies {
-  login: { email: string; password: string };
+  /** `captchaToken`: only after a `captcha_required` answer (see `authConfig().captcha`). */
+  login: { email: string; password: string; captchaToken?: string };
   /** `scopes`: `<pluginKey>:<action>` as routes declare them, `auth:admin` for admins; `expiresAt`: ISO time, null or absent: never. */
   createApiKey: { name: string; scopes: string[]; expiresAt?: string | null };
   /** The user code as shown by the tool (any case, hyphen optional). */
@@ -330,13 +344,14 @@ export interface Bodies {
   renamePasskey: { name: string };
   passkeyLoginOptions: Record<string, never>;
   loginPasskey: { response: AuthenticationResponseJSON };
-  forgotPassword: Email;
+  forgotPassword: Email & CaptchaToken;
   resetPassword: { token: string; newPassword: string };
   checkResetToken: Token;
-  signup: { email: string; password: string; firstname?: string; lastname?: string };
+  signup: { email: string; password: string; firstname?: string; lastname?: string; captchaToken?: string };
   requestVerification: Email;
   verifyEmail: Token & { password?: string };
-  requestMagicLink: Email;
+  requestMagicLink: Email & CaptchaToken;
+  notMe: Token;
   verifyMagicLink: Token;
 }
 
@@ -360,6 +375,8 @@ export interface Responses {
   updateUser: User;
   deleteUser: void;
   oauthProviders: OAuthProvider[];
+  authConfig: AuthConfig;
+  notMe: void;
   returnToCsrf: { csrfToken: string };
   returnTo: void;
   oauthStart: never;

@@ -1,0 +1,139 @@
+import type { Context } from 'hono';
+import { setCookie } from 'hono/cookie';
+import { randomBytes } from 'node:crypto';
+import type { Config } from '../config/load.ts';
+import type { Mailer } from '../email/transport.ts';
+import { readCookie } from '../http/cookie.ts';
+import type { AppEnv } from '../http/env.ts';
+import { AppError } from '../http/errors.ts';
+import type { Logger } from '../logger.ts';
+import type { Store } from '../store/store.ts';
+import { sha256hex } from '../auth/hash.ts';
+import { requestOrigin } from '../auth/origin.ts';
+import type { UserDoc, UserService } from '../auth/users.ts';
+import { publicSessionId, type SessionService } from '../auth/sessions.ts';
+import type { AuditLog } from '../audit/log.ts';
+import type { EmailSelfService } from '../auth/self-service.ts';
+
+/** How many device ids svc remembers per user (CONTRACT 14): the last ones that logged in. */
+export const MAX_KNOWN_DEVICES = 20;
+const DEVICE_COOKIE_MAX_AGE = 365 * 24 * 60 * 60;
+/** A "this wasn't me" link works once, for 7 days. */
+export const NOT_ME_TTL = 7 * 24 * 60 * 60;
+const DEVICE_ID = /^[A-Za-z0-9_-]{43}$/;
+
+interface NotMeRecord {
+  userId: string;
+  email: string;
+  /** The session the login made: it ends when the link is used. */
+  sessionHash: string;
+  expiresAt: number;
+}
+
+/** What the devices module needs of the auth facade (no import cycle). */
+export interface DevicesAuth {
+  readonly users: Pick<UserService, 'findById' | 'advanceEpoch'>;
+  readonly sessions: Pick<SessionService, 'destroyByPublicId'>;
+  readonly audit: Pick<AuditLog, 'record'>;
+  readonly email: Pick<EmailSelfService, 'forgot'>;
+  revokeApiKeys(userId: string, cause: { reason: 'not_me'; c: Context<AppEnv> }): Promise<void>;
+}
+
+/**
+ * Known devices and the new-device notice (CONTRACT 14). Every login sets `svc_device` (HttpOnly,
+ * 1 year, a random id; `__Host-` with `auth.cookie.hostPrefix`); svc keeps, per user, the SHA-256 of
+ * the last 20 device ids that logged in. A login from a device not on a non-empty list mails the user
+ * (off the request path) the time, the device, the IP and a "this wasn't me" link; `POST /auth/not-me`
+ * with its token ends that login's session, locks password login until a reset, mails a reset link,
+ * moves the credentials epoch and revokes API keys. A cookie from another user's browser is simply not
+ * on this user's list: it can never suppress this user's notice.
+ */
+export class KnownDevices {
+  /** The clock token expiry is judged by; tests replace it instead of sleeping. */
+  now: () => number = Date.now;
+  readonly cookieName: string;
+  private readonly notices: boolean;
+
+  constructor(
+    private readonly config: Config,
+    private readonly store: Store,
+    private readonly mailer: Mailer,
+    private readonly logger: Logger,
+    private readonly auth: DevicesAuth,
+  ) {
+    this.cookieName = config.auth.cookie.hostPrefix ? '__Host-svc_device' : 'svc_device';
+    this.notices = (config.auth.notices.newDevice ?? true) && Boolean(config.env.smtpUrl);
+  }
+
+  private listKey(userId: string) {
+    return `${this.config.auth.store.keyPrefix}known-devices:${userId}`;
+  }
+
+  private tokenKey(token: string) {
+    return `${this.config.auth.store.keyPrefix}not-me:${sha256hex(token)}`;
+  }
+
+  /** The browser's device id, a new one when it has none (or a malformed one); the cookie is (re)set either way. */
+  private deviceId(c: Context): string {
+    const held = readCookie(c, this.cookieName);
+    const id = held && DEVICE_ID.test(held) ? held : randomBytes(32).toString('base64url');
+    setCookie(c, this.cookieName, id, {
+      httpOnly: true,
+      path: '/',
+      sameSite: this.config.auth.cookie.sameSite === 'none' ? 'None' : this.config.auth.cookie.sameSite === 'lax' ? 'Lax' : 'Strict',
+      secure: this.config.auth.cookie.secure || this.config.auth.cookie.hostPrefix,
+      maxAge: DEVICE_COOKIE_MAX_AGE,
+    });
+    return id;
+  }
+
+  /**
+   * After a login of any method made `sessionHash`: remembers the device, and for a device new to a
+   * user who has logged in before, queues the notice. Never fails the login (a store error is logged).
+   */
+  async afterLogin(c: Context<AppEnv>, user: UserDoc, sessionHash: string): Promise<void> {
+    const id = sha256hex(this.deviceId(c));
+    try {
+      const key = this.listKey(user._id);
+      const known = JSON.parse((await this.store.get(key)) ?? '[]') as string[];
+      const isNew = !known.includes(id);
+      const next = [id, ...known.filter((k) => k !== id)].slice(0, MAX_KNOWN_DEVICES);
+      await this.store.set(key, JSON.stringify(next), { ttl: DEVICE_COOKIE_MAX_AGE });
+      if (isNew && known.length > 0 && this.notices) this.notify(c, user, sessionHash);
+    } catch (err) {
+      this.logger.error({ err, userId: user._id }, 'known devices: could not read or write the list of the user; no new-device notice for this login');
+    }
+  }
+
+  private notify(c: Context, user: UserDoc, sessionHash: string): void {
+    const { ip, device } = requestOrigin(c, this.config.server.trustProxy);
+    const time = new Date(this.now()).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+    this.mailer.later('newDevice', async () => {
+      const token = randomBytes(32).toString('base64url');
+      const record: NotMeRecord = { userId: user._id, email: user.email, sessionHash, expiresAt: this.now() + NOT_ME_TTL * 1000 };
+      await this.store.set(this.tokenKey(token), JSON.stringify(record), { ttl: NOT_ME_TTL });
+      const { linkBaseUrl, paths } = this.config.auth.email;
+      await this.mailer.send(user.email, 'newDevice', { email: user.email, time, device, ip: ip || 'unknown', link: `${linkBaseUrl}${paths.notMe}?token=${token}`, validFor: '7 days' });
+    });
+  }
+
+  /**
+   * `POST /auth/not-me`: the token of a notice, once. Ends the session of that login, locks password
+   * login until a reset (`passwordResetRequired`, with the epoch moved in the same write: pending second
+   * steps and link flows die), revokes the user's API keys and mails a reset link.
+   */
+  async notMe(c: Context<AppEnv>, token: string): Promise<void> {
+    const raw = await this.store.getDel(this.tokenKey(token));
+    const record = raw ? (JSON.parse(raw) as NotMeRecord) : null;
+    const user = record && record.expiresAt > this.now() ? await this.auth.users.findById(record.userId) : null;
+    if (!record || !user || user.email !== record.email) throw new AppError(400, 'invalid_token', 'This link is unknown, used or expired');
+    this.logger.warn({ userId: user._id }, 'a user said a new-device login was not them: its session ends, password login is locked until a reset');
+    await this.auth.users.advanceEpoch(user._id, { $set: { passwordResetRequired: true } });
+    const sessionId = publicSessionId(record.sessionHash);
+    if (await this.auth.sessions.destroyByPublicId(user._id, sessionId)) {
+      await this.auth.audit.record(c, { type: 'session.revoked', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, sessionId, details: { reason: 'not_me' } });
+    }
+    await this.auth.revokeApiKeys(user._id, { reason: 'not_me', c });
+    await this.auth.email.forgot(user.email); // a reset link (after the answer), under the per-address mail cap
+  }
+}

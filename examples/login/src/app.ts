@@ -2,7 +2,8 @@
 // Paths: /login (password + second step, passkey, OAuth buttons), /login/link (magic link),
 // /signup, /verify-email, /forgot-password, /reset-password (the mail links of docs/email.md land on
 // the last three and /login/link), /account (sessions, password, TOTP, passkeys, connected accounts, API keys),
-// /device (a command-line tool's device login: docs/api-keys.md#device-login).
+// /device (a command-line tool's device login: docs/api-keys.md#device-login), /not-me (the "this wasn't me"
+// link of a new-device notice: docs/security.md#new-device-notices-and-this-wasnt-me).
 // Anything that needs a fresh login asks for it in a dialog (step-up) and then goes on.
 
 import { createClient, isLoggedIn, SvcError, type LoginResult, type OAuthProvider, type Passkey, type Proof, type Session } from '@svc/client';
@@ -421,6 +422,42 @@ async function resetPage(): Promise<void> {
   if (unchecked) showError(unchecked);
 }
 
+/**
+ * `/not-me?token=`: the link of a new-device notice. Nothing happens on load (mail scanners open links,
+ * some run scripts): the person confirms with the button, which POSTs the token.
+ */
+function notMePage(): void {
+  const token = params.get('token');
+  history.replaceState(null, '', location.pathname);
+  if (!token) {
+    page('This was not me', h('p', {}, 'Open the link of the mail about a new login to your account.'), link('/login', 'Sign in'));
+    return;
+  }
+  page(
+    'This was not me',
+    h('p', {}, 'Someone logged in to your account from a new device. If it was not you, end that login: your password then stops working and we mail you a link to choose a new one.'),
+    form(
+      {
+        label: 'End the login that was not me',
+        submit: 'It was not me: end that login',
+        action: async () => {
+          try {
+            await svc.notMe(token);
+          } catch (e) {
+            if (e instanceof SvcError && e.code === 'invalid_token') {
+              page('Link used or expired', h('p', {}, 'This link was used already or is older than 7 days. To be safe, choose a new password.'), link('/forgot-password', 'Choose a new password'));
+              return;
+            }
+            throw e;
+          }
+          page('Login ended', h('p', {}, 'That login has ended and your password no longer works. Follow the link we just mailed you to choose a new one, then check your account page.'), link('/forgot-password', 'No mail? Ask for a new link'));
+          say('Login ended.');
+        },
+      },
+    ),
+  );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Account
 
@@ -837,6 +874,7 @@ const pages: Record<string, () => void | Promise<void>> = {
   '/reset-password': resetPage,
   '/account': accountPage,
   '/device': devicePage,
+  '/not-me': notMePage,
 };
 
 async function start(): Promise<void> {

@@ -189,16 +189,21 @@ async function loginPage(): Promise<void> {
         label: 'Sign in with email and password',
         submit: 'Sign in',
         action: async ({ email = '', password = '' }) => {
+          const captchaToken = captcha.token;
           try {
-            afterLogin(await svc.login({ email, password }));
+            afterLogin(await svc.login(captchaToken ? { email, password, captchaToken } : { email, password }));
           } catch (e) {
             if (e instanceof SvcError && e.code === 'email_not_verified') offerConfirmationAgain(email);
+            // Failed logins came from here before: the widget appears only now (docs/security.md#captcha-on-risk).
+            // A token works once at the provider: any answer to a try that sent one asks for a new solve.
+            if (e instanceof SvcError && (e.code === 'captcha_required' || e.code === 'captcha_failed' || captchaToken)) await showCaptcha();
             throw e;
           }
         },
       },
       field('Email', { name: 'email', type: 'email', autocomplete: 'username webauthn', required: true }),
       field('Password', { name: 'password', type: 'password', autocomplete: 'current-password', required: true }),
+      h('div', { id: 'captcha' }),
     ),
     h('div', { id: 'resend' }),
     h('div', { class: 'actions' }, actionButton('Sign in with a passkey', async () => afterLogin(await svc.loginWithPasskey()))),
@@ -209,6 +214,49 @@ async function loginPage(): Promise<void> {
       h('ul', {}, h('li', {}, link('/forgot-password', 'Forgot your password?')), h('li', {}, link('/login/link', 'Email me a sign-in link')), h('li', {}, link('/signup', 'Create an account'))),
     ),
   );
+}
+
+/** The three providers' widget scripts (explicit rendering) and their global objects; all share `render(el, {sitekey, callback})`. */
+const CAPTCHA_SCRIPTS = {
+  turnstile: ['https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit', 'turnstile'],
+  hcaptcha: ['https://js.hcaptcha.com/1/api.js?render=explicit', 'hcaptcha'],
+  recaptcha: ['https://www.google.com/recaptcha/api.js?render=explicit', 'grecaptcha'],
+} as const;
+interface CaptchaWidgets {
+  render(el: HTMLElement, opts: { sitekey: string; callback: (token: string) => void; 'expired-callback'?: () => void }): unknown;
+  reset?(id?: unknown): void;
+}
+/** The token of the solved widget, sent with the next try; the widget id, once rendered. */
+const captcha: { token?: string; widget?: unknown; provider?: keyof typeof CAPTCHA_SCRIPTS } = {};
+
+/**
+ * After `captcha_required` (or `captcha_failed`): loads the provider's script named by `GET /auth/config`
+ * (never before: a caller without failed logins never loads third-party code) and shows its widget; a
+ * new try after a failure needs a new solve.
+ */
+async function showCaptcha(): Promise<void> {
+  const holder = document.getElementById('captcha');
+  if (!holder) return;
+  captcha.token = undefined;
+  const { captcha: config } = await svc.authConfig();
+  if (!config) return;
+  const [src, global] = CAPTCHA_SCRIPTS[config.provider];
+  const widgets = () => (window as unknown as Record<string, CaptchaWidgets | undefined>)[global];
+  if (captcha.widget !== undefined && captcha.provider === config.provider) return widgets()?.reset?.(captcha.widget);
+  if (!widgets()) {
+    await new Promise<void>((resolve, reject) => {
+      const script = h('script', { src, async: true }) as HTMLScriptElement;
+      script.addEventListener('load', () => resolve());
+      script.addEventListener('error', () => reject(new SvcError(0, 'captcha_unavailable', 'The captcha could not be loaded; check your connection and try again.')));
+      document.head.append(script);
+    });
+    // reCAPTCHA's object appears before it is ready: wait for `render` (a few hundred ms at most).
+    for (let i = 0; i < 50 && typeof widgets()?.render !== 'function'; i++) await new Promise((r) => setTimeout(r, 100));
+  }
+  const box = h('div', { class: 'captcha' });
+  holder.replaceChildren(h('p', {}, 'Please confirm you are a person, then sign in again.'), box);
+  captcha.provider = config.provider;
+  captcha.widget = widgets()?.render(box, { sitekey: config.siteKey, callback: (token) => (captcha.token = token), 'expired-callback': () => (captcha.token = undefined) });
 }
 
 /** docs/email.md: where login answers `email_not_verified`, offer the mail again. */

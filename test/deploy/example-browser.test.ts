@@ -622,4 +622,35 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     }
     expect(order).toEqual(['email', 'password', 'Sign in', 'Sign in with a passkey', `Continue with ${d.oauthProvider.label}`]);
   });
+
+  it('a new device: the notice\'s "this wasn\'t me" link, /not-me uses nothing on load, the button ends that login and locks the password (issue 56)', async () => {
+    // A browser this person never used: a new device, so a notice with a link to /not-me.
+    const before = smtp.to(person.email).length;
+    const { page: thief } = await newPage();
+    await signIn(thief, person.email, person.password);
+    await expectAccount(thief, person.email);
+    await poll(() => smtp.to(person.email).length).toBeGreaterThan(before);
+    const notMeLink = await linkFromMail(person.email, '/not-me');
+    const { page: p } = await newPage();
+    const calls: string[] = [];
+    p.on('request', (r) => void (r.url().includes('/auth/not-me') && calls.push(new URL(r.url()).pathname)));
+    await p.goto(notMeLink);
+    await poll(() => heading(p).textContent()).toBe('This was not me');
+    expect(calls, 'opening the link uses nothing (mail scanners open links)').toEqual([]);
+    expect(new URL(p.url()).search, 'the token left the address bar').toBe('');
+    await shots.take(p, 'not-me page');
+    await mainButton(p, 'It was not me: end that login').click();
+    await poll(() => heading(p).textContent()).toBe('Login ended');
+    expect(calls).toEqual(['/api/auth/not-me']);
+    await shots.take(p, 'not-me: done');
+    // That login's session is gone; the password no longer signs in.
+    await thief.goto(`${d.appOrigin}/account`);
+    await thief.waitForURL(/\/login\?next=/);
+    await signIn(thief, person.email, person.password);
+    await poll(() => thief.getByRole('alert').first().textContent()).toMatch(/locked/);
+    // The same link again: used.
+    await p.goto(notMeLink);
+    await mainButton(p, 'It was not me: end that login').click();
+    await poll(() => heading(p).textContent()).toBe('Link used or expired');
+  });
 });

@@ -144,7 +144,8 @@ describe('password reset', () => {
     const totp = new TOTP({ secret: Secret.fromBase32(new URL(enrolled.otpauthUri).searchParams.get('secret')!) });
     expect((await post(me, '/auth/totp/confirm', { code: totp.generate() })).status).toBe(200);
     await post(browser(a), '/auth/password/forgot', { email: user.email });
-    const mails = await smtp.waitFor(user.email, 3); // the first reset, the change notice, this reset
+    // The first reset, the change notice, the new-device notice (line 140's fresh browser, CONTRACT 14), this reset.
+    const mails = await smtp.waitFor(user.email, 4);
     const second = tokenFrom(mails.filter((m) => m.subject === 'Reset your password').at(-1)!, '/reset-password');
     expect((await post(browser(a), '/auth/password/reset', { token: second, newPassword: 'after the reset' })).status).toBe(204);
     expect(await (await browser(a).login(user.email, 'after the reset')).json()).toEqual({ mfaRequired: true });

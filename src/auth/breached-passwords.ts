@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '../logger.ts';
 import { AppError } from '../http/errors.ts';
+import { AnswerTooLarge, readBounded } from '../http/read-bounded.ts';
 
 /** `auth.passwords.breachCheck` (CONTRACT 14). */
 export interface BreachCheckConfig {
@@ -49,7 +50,7 @@ export class BreachedPasswords {
     try {
       found = (await this.range(prefix)).has(sha1.slice(5));
     } catch (err) {
-      const reason = err instanceof Unavailable ? err.message : (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError' ? `no answer within ${this.config.timeoutMs} ms` : 'the request failed';
+      const reason = err instanceof Unavailable || err instanceof AnswerTooLarge ? err.message : (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError' ? `no answer within ${this.config.timeoutMs} ms` : 'the request failed';
       if (this.config.failOpen) {
         this.logger.warn({ code: 'breach_check_unavailable', reason }, 'breach_check_unavailable: the breached-password range service could not be used; the password was accepted unchecked (auth.passwords.breachCheck.failOpen)');
         return;
@@ -87,28 +88,4 @@ export class BreachedPasswords {
     if (lines === 0) throw new Unavailable('an empty answer');
     return found;
   }
-}
-
-/** The body as text, at most `max` bytes: more is Unavailable (and the rest is never read). */
-async function readBounded(res: Response, max: number): Promise<string> {
-  const declared = Number(res.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > max) {
-    await res.body?.cancel().catch(() => {});
-    throw new Unavailable('an answer larger than expected');
-  }
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      throw new Unavailable('an answer larger than expected');
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

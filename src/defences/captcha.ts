@@ -4,6 +4,7 @@ import type { Config } from '../config/load.ts';
 import { AppError, type ErrorDetail } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
 import { clientIp } from '../auth/client-ip.ts';
+import { readBounded } from '../http/read-bounded.ts';
 
 export type CaptchaProvider = 'turnstile' | 'hcaptcha' | 'recaptcha';
 
@@ -111,22 +112,4 @@ export class CaptchaOnRisk {
       return false;
     }
   }
-}
-
-async function readBounded(res: Response, max: number): Promise<string> {
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      throw new Error('an answer larger than expected');
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -42,8 +42,6 @@ export const login = ({ auth }: ServerInstance) =>
         const user = await auth.checkPassword(c, body.email, body.password, { token: body.captchaToken });
         if (!user) throw new AppError(401, 'invalid_credentials', 'The email or the password is wrong');
         // Only after the right password: a wrong one stays 401 and tells nothing about the account.
-        // After "this wasn't me" (CONTRACT 14): the password is known to someone else until a reset.
-        if (user.passwordResetRequired) throw new AppError(403, 'password_reset_required', 'This password was locked after you reported a login that was not you: choose a new one with the link we mailed you (or "Forgot password")');
         if (auth.email.mustVerifyFirst(user)) throw new AppError(403, 'email_not_verified', 'Confirm your email address first: follow the link in the mail (POST /auth/email/verify/request sends a new one)');
         return user;
       });

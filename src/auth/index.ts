@@ -65,6 +65,10 @@ export interface RevokeCause {
   actor?: AuditActor;
 }
 
+/** 403: a password locked by "this wasn't me" until a reset (CONTRACT 14). */
+export const passwordResetRequired = () =>
+  new AppError(403, 'password_reset_required', 'This password was locked after you reported a login that was not you: choose a new one with the link we mailed you (or "Forgot password")');
+
 /** 401 for a caller without a session; `legacy_token` when it still speaks 0.1.x (Bearer/authToken). */
 export function unauthenticatedError(c: Context): AppError {
   if (bearerApiKey(c.req.header('authorization')) !== undefined) return new AppError(401, 'invalid_api_key', 'This API key is unknown, expired or revoked');
@@ -340,6 +344,8 @@ export class Auth {
       throw err;
     }
     if (user) await this.loginLimit.succeed(email, ip);
+    // "This wasn't me" (CONTRACT 14) locks the password itself: every route that checks one refuses it.
+    if (user?.passwordResetRequired) throw passwordResetRequired();
     return user;
   }
 

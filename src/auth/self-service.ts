@@ -121,6 +121,15 @@ export class EmailSelfService {
     if (await this.mayMail(email)) this.later(email, 'reset', 'reset', () => true);
   }
 
+  /**
+   * A reset link for `email` after "this wasn't me" (CONTRACT 14: a reset link is mailed), outside the
+   * per-address cap: three `POST /auth/password/forgot` must not keep it from the owner. The single-use
+   * not-me token bounds how often this runs.
+   */
+  mailResetLink(email: string): void {
+    this.later(email, 'reset', 'reset', () => true);
+  }
+
   /** `POST /auth/email/verify/request`: a mail only to an existing user whose email is not verified. */
   async requestVerification(email: string): Promise<void> {
     if (await this.mayMail(email)) this.later(email, 'verify', 'verify', (user) => !user.email_verified);
@@ -210,7 +219,9 @@ export class EmailSelfService {
    * password changed another way, or when another reset won.
    */
   async reset(c: Context<AppEnv>, token: string, newPassword: string): Promise<void> {
-    await this.auth.breachedPasswords.check(newPassword); // before the token is used: it stays usable
+    // A dead token is invalid_token whatever the password; a live one stays usable when the password is refused.
+    if (!(await this.tokens.peek('reset', token))) throw invalidToken();
+    await this.auth.breachedPasswords.check(newPassword);
     const passwordHash = await hashPassword(newPassword);
     const user = await this.holder(await this.tokens.consume('reset', token), true);
     let epoch = epochOf(user);

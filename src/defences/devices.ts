@@ -35,7 +35,7 @@ export interface DevicesAuth {
   readonly users: Pick<UserService, 'findById' | 'advanceEpoch'>;
   readonly sessions: Pick<SessionService, 'destroyByPublicId'>;
   readonly audit: Pick<AuditLog, 'record'>;
-  readonly email: Pick<EmailSelfService, 'forgot'>;
+  readonly email: Pick<EmailSelfService, 'mailResetLink'>;
   revokeApiKeys(userId: string, cause: { reason: 'not_me'; c: Context<AppEnv> }): Promise<void>;
 }
 
@@ -80,7 +80,9 @@ export class KnownDevices {
     setCookie(c, this.cookieName, id, {
       httpOnly: true,
       path: '/',
-      sameSite: this.config.auth.cookie.sameSite === 'none' ? 'None' : this.config.auth.cookie.sameSite === 'lax' ? 'Lax' : 'Strict',
+      // Lax at least: an OAuth login ends in a navigation from the provider's site, where a Strict cookie
+      // is not sent, and every such login would look like a new device. The cookie is no credential.
+      sameSite: this.config.auth.cookie.sameSite === 'none' ? 'None' : 'Lax',
       secure: this.config.auth.cookie.secure || this.config.auth.cookie.hostPrefix,
       maxAge: DEVICE_COOKIE_MAX_AGE,
     });
@@ -134,6 +136,6 @@ export class KnownDevices {
       await this.auth.audit.record(c, { type: 'session.revoked', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, sessionId, details: { reason: 'not_me' } });
     }
     await this.auth.revokeApiKeys(user._id, { reason: 'not_me', c });
-    await this.auth.email.forgot(user.email); // a reset link (after the answer), under the per-address mail cap
+    this.auth.email.mailResetLink(user.email); // after the answer, never held back by the per-address cap
   }
 }

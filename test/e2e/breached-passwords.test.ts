@@ -169,6 +169,14 @@ describe('breached passwords (auth.passwords.breachCheck)', () => {
     expect((await post(browser(a), '/auth/password/reset', { token, newPassword: CLEAN })).status).toBe(204);
     expect((await browser(a).login(user.email, CLEAN)).status).toBe(200);
     assertOnlyPrefixesSent([BREACHED, CLEAN]);
+    // A dead token is invalid_token whatever the password, and asks the range service nothing.
+    const asked = seen.length;
+    for (const dead of [token, 'made-up-token']) {
+      const res = await post(browser(a), '/auth/password/reset', { token: dead, newPassword: BREACHED });
+      expect(res.status).toBe(400);
+      expect(await codeOf(res)).toBe('invalid_token');
+    }
+    expect(seen.length).toBe(asked);
   });
 
   it('own change, admin create and admin set: a breached password is refused and nothing changes', async () => {

@@ -130,6 +130,30 @@ describe('known devices and new-device notices', () => {
     expect((await mine.fetch('/auth/session')).status).toBe(401);
   });
 
+  it('after not-me the password works nowhere (step-up, its own change), and the reset link comes even past the mail cap', async () => {
+    const user = await a.createUser();
+    const mine = browser(a);
+    expect((await mine.login(user.email, user.password)).status).toBe(200);
+    // Three forgot requests first: the per-address cap must not keep the not-me reset link from the owner.
+    for (let i = 0; i < 3; i++) expect((await post(browser(a), '/auth/password/forgot', { email: user.email })).status).toBe(202);
+    await settled(a);
+    const before = smtp.to(user.email).filter((m) => m.subject === 'Reset your password').length;
+    expect((await browser(a, UA.firefox).login(user.email, user.password)).status).toBe(200);
+    const token = tokenFrom((await smtp.waitFor(user.email, before + 1)).find((m) => m.subject === 'New login to your account')!, '/not-me');
+    expect((await post(browser(a), '/auth/not-me', { token })).status).toBe(204);
+    await settled(a);
+    expect(smtp.to(user.email).filter((m) => m.subject === 'Reset your password')).toHaveLength(before + 1);
+
+    // The owner's own session lives on, but the locked password proves nothing there either.
+    expect((await mine.fetch('/auth/session')).status).toBe(200);
+    const stepUp = await post(mine, '/auth/reauthenticate', { password: user.password });
+    expect(stepUp.status).toBe(403);
+    expect(await codeOf(stepUp)).toBe('password_reset_required');
+    const change = await post(mine, '/auth/password', { currentPassword: user.password, newPassword: 'another long password' });
+    expect(change.status).toBe(403);
+    expect(await codeOf(change)).toBe('password_reset_required');
+  });
+
   it('a not-me link expires after 7 days (clock moved, not slept)', async () => {
     const user = await a.createUser();
     expect((await browser(a).login(user.email, user.password)).status).toBe(200);

@@ -16,13 +16,14 @@ export const createWebhook = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'POST',
     path: '/auth/webhooks',
-    onRequest: auth.authenticate({ admin: true }),
+    // Step-up (CONTRACT 10): a new endpoint receives every event it names, and its secret is in the answer.
+    onRequest: [auth.authenticate({ admin: true }), auth.requireFresh()],
     config: { type: 'dataCreate' },
     schema: {
       summary: 'Add a webhook endpoint (admin)',
       description:
         'Events: audit record types or prefixes ending in `.*` (docs/events.md). The URL must be https: and not a private or loopback address unless `SVC_ALLOW_INSECURE_WEBHOOK_URLS=1`. ' +
-        'The answer holds `secret` (`whsec_...`), shown this once: receivers verify each delivery with it (Standard Webhooks).',
+        'The answer holds `secret` (`whsec_...`), shown this once: receivers verify each delivery with it (Standard Webhooks). 403 `reauthentication_required` (step-up) for a session not authenticated within `auth.session.freshAge`.',
       tags,
       body: createWebhookSchema,
     },
@@ -47,11 +48,11 @@ export const updateWebhook = ({ auth }: ServerInstance) =>
   defineRoute({
     method: 'PATCH',
     path: '/auth/webhooks/:id',
-    onRequest: auth.authenticate({ admin: true }),
+    onRequest: [auth.authenticate({ admin: true }), auth.requireFresh()],
     config: { type: 'dataUpdate' },
     schema: {
       summary: 'Change a webhook endpoint (admin)',
-      description: '`active: false` stops its deliveries (those still owed end as failed); `description: null` removes the note. The secret never changes.',
+      description: '`active: false` stops its deliveries (those still owed end as failed); `description: null` removes the note. The secret never changes. 403 `reauthentication_required` (step-up).',
       tags,
       params: webhookParams,
       body: patchWebhookSchema,

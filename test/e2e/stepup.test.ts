@@ -151,7 +151,7 @@ describe('step-up: auth.session.freshAge', () => {
     expect((await post(await loginWith({}), '/auth/passkeys/options')).status).toBe(200);
   });
 
-  it('an admin granting admin, setting a password or deleting a user needs a fresh session; reading and renaming do not', async () => {
+  it('an admin granting admin, setting a password, deleting a user or adding or changing a webhook needs a fresh session; reading and renaming do not', async () => {
     const admin = await t.createUser({ admin: true });
     const c = t.client();
     expect((await c.login(admin.email, admin.password)).status).toBe(200);
@@ -163,6 +163,9 @@ describe('step-up: auth.session.freshAge', () => {
       ['PATCH', `/auth/users/${target.id}`, { password: 'a password the admin knows' }],
       ['PATCH', `/auth/users/${admin.id}`, { password: 'my own new password' }],
       ['DELETE', `/auth/users/${target.id}`],
+      // A webhook endpoint receives every event it names, and its secret comes in the answer.
+      ['POST', '/auth/webhooks', { url: 'https://hooks.example.com/svc', events: ['login.*'] }],
+      ['PATCH', '/auth/webhooks/any-id', { url: 'https://elsewhere.example.com/svc' }],
     ];
     for (const [method, path, json] of stepUps) {
       const res = await c.fetch(path, { method, ...(json === undefined ? {} : { json }) });
@@ -180,6 +183,7 @@ describe('step-up: auth.session.freshAge', () => {
     expect((await post(c, '/auth/reauthenticate', { password: admin.password })).status).toBe(204);
     expect((await c.fetch(`/auth/users/${target.id}`, { method: 'PATCH', json: { isAdmin: true } })).status).toBe(200);
     expect((await c.fetch(`/auth/users/${target.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await c.fetch('/auth/webhooks', { method: 'POST', json: { url: 'https://hooks.example.com/svc', events: ['login.*'] } })).status).toBe(201);
   });
 
   it('bad input: 400 for no proof, two proofs, an unknown field or a malformed code; 401 without a session', async () => {

@@ -38,8 +38,8 @@ export const deviceCode = ({ auth, config }: ServerInstance) =>
     },
   });
 
-/** An RFC 8628 section 3.5 error answer. */
-const rfcError = (c: Context<AppEnv>, err: DeviceTokenError) => c.json({ error: err.error, ...(err.description ? { error_description: err.description } : {}) }, 400, noStore);
+/** An RFC 8628 section 3.5 error answer, exactly CONTRACT 15's body (`{"error"}`). */
+const rfcError = (c: Context<AppEnv>, err: DeviceTokenError) => c.json({ error: err.error }, 400, noStore);
 
 /** `POST /auth/device/token`: the tool's poll; once approved, once only, the API key. */
 export const deviceToken = ({ auth }: ServerInstance) =>
@@ -53,7 +53,8 @@ export const deviceToken = ({ auth }: ServerInstance) =>
         '`{"device_code"}` (`grant_type` `urn:ietf:params:oauth:grant-type:device_code` and `client_id` may come along) -> 200 `{"access_token":"svc_...","token_type":"Bearer","scope"}` once approved, once only; else 400 `{"error"}`: `authorization_pending`, `slow_down` (polled sooner than `interval`; add 5 s), `access_denied`, `expired_token`, `invalid_grant` (unknown or used).',
       tags,
       body: v.strictObject({
-        device_code: v.pipe(v.string(), v.maxLength(128)),
+        // Any string: one that cannot be a device code is invalid_grant, as an unknown one (CONTRACT 15).
+        device_code: v.string(),
         grant_type: v.optional(v.literal('urn:ietf:params:oauth:grant-type:device_code')),
         client_id: v.optional(v.pipe(v.string(), v.maxLength(128))),
       }),

@@ -163,6 +163,9 @@ export class DeviceFlow {
     const raw = await this.store.get(this.key('device', hash));
     if (!raw) throw new DeviceTokenError('invalid_grant', 'Unknown or used device code');
     const request = JSON.parse(raw) as DeviceRequest;
+    // Past `expires_in` the code is dead, approved or not (RFC 8628 section 3.5): the record is kept a
+    // little longer only so that late polls hear expired_token rather than invalid_grant.
+    if (request.expiresAt <= Date.now()) throw new DeviceTokenError('expired_token', 'The device code expired: start again');
     if (request.status) {
       // Decided: the one poll that takes the record answers; any other finds it gone.
       const taken = await this.store.getDel(this.key('device', hash));
@@ -171,7 +174,6 @@ export class DeviceFlow {
       if (decided.status === 'denied') throw new DeviceTokenError('access_denied', 'The request was denied');
       return decided as DeviceRequest & { status: 'approved'; userId: string };
     }
-    if (request.expiresAt <= Date.now()) throw new DeviceTokenError('expired_token', 'The device code expired: start again');
     const slowKey = this.key('device-slow', hash);
     const interval = POLL_INTERVAL + SLOW_DOWN_STEP * Number((await this.store.get(slowKey)) ?? 0);
     const gate = this.key('device-poll', hash);

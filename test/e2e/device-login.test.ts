@@ -101,7 +101,8 @@ describe('POST /auth/device/token', () => {
   it('unknown, malformed, missing device codes', async () => {
     const a = await app();
     expect((await poll(a, 'A'.repeat(43))).body).toMatchObject({ error: 'invalid_grant' });
-    expect((await poll(a, 'nope')).body).toMatchObject({ error: 'invalid_grant' });
+    expect((await poll(a, 'nope')).body).toEqual({ error: 'invalid_grant' });
+    expect((await poll(a, 'A'.repeat(5000))).body).toEqual({ error: 'invalid_grant' });
     expect((await post(a, '/auth/device/token', {})).status).toBe(400);
     expect((await post(a, '/auth/device/token', { device_code: 'x', grant_type: 'password' })).status).toBe(400);
     const code = await start(a);
@@ -119,6 +120,19 @@ describe('POST /auth/device/token', () => {
     await store.set(key, JSON.stringify({ ...record, expiresAt: Date.now() - 1 }), { keepTtl: true });
     expect((await poll(a, code.device_code)).body).toMatchObject({ error: 'expired_token' });
     expect((await client.fetch(`/auth/device?user_code=${code.user_code}`)).status).toBe(404);
+  });
+
+  it('an approved code polled after it expired -> expired_token, no key', async () => {
+    const a = await app();
+    const { client, user } = await loggedIn(a);
+    const code = await start(a);
+    expect((await client.fetch('/auth/device/approve', { method: 'POST', json: { user_code: code.user_code } })).status).toBe(204);
+    const store = a.instance.stores.forRole('sessions');
+    const key = `${a.keyPrefix}device:${sha256hex(code.device_code)}`;
+    const record = JSON.parse((await store.get(key))!) as { expiresAt: number };
+    await store.set(key, JSON.stringify({ ...record, expiresAt: Date.now() - 1 }), { keepTtl: true });
+    expect((await poll(a, code.device_code)).body).toEqual({ error: 'expired_token' });
+    expect(await a.instance.auth.apiKeys.list(user.id)).toHaveLength(0);
   });
 });
 

@@ -233,10 +233,17 @@ export class ApiKeyService {
     return doc && view(doc);
   }
 
-  /** Revokes one key of `userId`; false when it is not one of theirs. The database first, then the store. */
+  /**
+   * Revokes one key of `userId`; false when it is not one of theirs. The store record goes before the
+   * database document and again after it: a store that fails stops the revocation while the document
+   * still names the key (so a retry finds it), and a request that read the document meanwhile cannot
+   * leave a record behind that outlives it.
+   */
   async revoke(userId: string, id: string): Promise<boolean> {
     const doc = await this.docs.findOne({ _id: id, userId });
-    if (!doc || !(await this.docs.deleteOne({ _id: doc._id }))) return false;
+    if (!doc) return false;
+    await this.dropRecord(doc.hash);
+    if (!(await this.docs.deleteOne({ _id: doc._id }))) return false;
     await this.dropRecord(doc.hash);
     return true;
   }
@@ -246,6 +253,7 @@ export class ApiKeyService {
     const docs = (await this.docs.find({ userId })).filter((d) => scope === undefined || d.scopes.includes(scope));
     const revoked: string[] = [];
     for (const doc of docs) {
+      await this.dropRecord(doc.hash); // as `revoke`: the store, the database, the store again
       if (await this.docs.deleteOne({ _id: doc._id })) revoked.push(doc._id);
       await this.dropRecord(doc.hash);
     }

@@ -436,10 +436,9 @@ export class Auth {
     const before = await this.users.get(id);
     if (patch.password !== undefined) await this.breachedPasswords.check(patch.password);
     const { isAdmin: admin, ...rest } = patch;
-    if (admin === false && isAdmin(before)) {
-      await this.users.demote(id);
-      await this.revokeApiKeys(id, { reason: 'admin', c, actor: adminActor(c) }, ADMIN_SCOPE);
-    }
+    if (admin === false && isAdmin(before)) await this.users.demote(id);
+    // Whenever the tag is off, not only when this request removed it: a demotion cut short is finished by its retry.
+    if (admin === false) await this.revokeApiKeys(id, { reason: 'admin', c, actor: adminActor(c) }, ADMIN_SCOPE);
     const user = await this.users.update(id, admin === true ? patch : rest, own?.epoch);
     if (patch.password !== undefined) {
       // Another's password: an admin's doing (the admin API), with its own revoke reason.

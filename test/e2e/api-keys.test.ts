@@ -5,6 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
+import { UnavailableError } from '../../src/http/errors.ts';
 import { createTestApp, type TestApp, type TestAppOptions, type TestClient } from '../support/app.ts';
 import { dumpStore, sha256hex, sleep } from '../support/auth.ts';
 import { startSmtp, type TestSmtp } from '../support/smtp.ts';
@@ -386,6 +387,29 @@ describe('Authorization: Bearer svc_...', () => {
     expect((await a.fetch('/svc__todo/all', withKey(made.key))).status).toBe(200);
     await sleep(100);
     expect((await a.instance.auth.apiKeys.get(user.id, made.id))!.lastUsedAt).toBe(first);
+  });
+});
+
+describe('revocation when the store fails', () => {
+  it('a DELETE cut short by the store is 503 and leaves the key listed; its retry revokes it for good', async () => {
+    const a = await app();
+    const { client } = await loggedIn(a);
+    const made = await makeKey(client);
+    expect((await a.fetch('/svc__todo/all', withKey(made.key))).status).toBe(200);
+    const store = a.instance.stores.forRole('sessions');
+    const del = store.del.bind(store);
+    store.del = () => Promise.reject(new UnavailableError('store'));
+    try {
+      expect((await client.fetch(`/auth/api-keys/${made.id}`, { method: 'DELETE' })).status).toBe(503);
+    } finally {
+      store.del = del;
+    }
+    const listed = (await (await client.fetch('/auth/api-keys')).json()) as { items: { id: string }[] };
+    expect(listed.items.map((k) => k.id)).toEqual([made.id]);
+    expect((await client.fetch(`/auth/api-keys/${made.id}`, { method: 'DELETE' })).status).toBe(204);
+    const res = await a.fetch('/svc__todo/all', withKey(made.key));
+    expect(res.status).toBe(401);
+    expect(await errorCode(res)).toBe('invalid_api_key');
   });
 });
 

@@ -226,7 +226,8 @@ export class UserService {
     if (patch.password !== undefined) $set.passwordHash = await hashPassword(patch.password);
     const update = {
       $set,
-      ...(patch.password !== undefined ? { $inc: { epoch: 1 } } : {}),
+      // A new password set by its owner or an admin is a reset: a not-me lock (CONTRACT 14) ends with it.
+      ...(patch.password !== undefined ? { $inc: { epoch: 1 }, $unset: { passwordResetRequired: true as const } } : {}),
       ...(patch.isAdmin === true ? { $addToSet: { tags: ADMIN_TAG } } : {}),
       ...(patch.isAdmin === false ? { $pull: { tags: ADMIN_TAG } } : {}),
     };

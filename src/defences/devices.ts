@@ -130,12 +130,20 @@ export class KnownDevices {
     const user = record && record.expiresAt > this.now() ? await this.auth.users.findById(record.userId) : null;
     if (!record || !user || user.email !== record.email) throw new AppError(400, 'invalid_token', 'This link is unknown, used or expired');
     this.logger.warn({ userId: user._id }, 'a user said a new-device login was not them: its session ends, password login is locked until a reset');
-    await this.auth.users.advanceEpoch(user._id, { $set: { passwordResetRequired: true } });
-    const sessionId = publicSessionId(record.sessionHash);
-    if (await this.auth.sessions.destroyByPublicId(user._id, sessionId)) {
-      await this.auth.audit.record(c, { type: 'session.revoked', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, sessionId, details: { reason: 'not_me' } });
+    try {
+      await this.auth.users.advanceEpoch(user._id, { $set: { passwordResetRequired: true } });
+      const sessionId = publicSessionId(record.sessionHash);
+      if (await this.auth.sessions.destroyByPublicId(user._id, sessionId)) {
+        await this.auth.audit.record(c, { type: 'session.revoked', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, sessionId, details: { reason: 'not_me' } });
+      }
+      await this.auth.revokeApiKeys(user._id, { reason: 'not_me', c });
+    } catch (err) {
+      // Cut short (the database or the store failing): the link works again, and each step above is
+      // safe to repeat, so the owner's retry finishes what this one started.
+      const ttl = Math.ceil((record.expiresAt - this.now()) / 1000);
+      if (ttl > 0) await this.store.set(this.tokenKey(token), raw!, { ttl }).catch(() => {});
+      throw err;
     }
-    await this.auth.revokeApiKeys(user._id, { reason: 'not_me', c });
     this.auth.email.mailResetLink(user.email); // after the answer, never held back by the per-address cap
   }
 }

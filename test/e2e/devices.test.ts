@@ -4,6 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { UnavailableError } from '../../src/http/errors.ts';
 import { createClient } from '../../packages/client/src/index.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { setCookies } from '../support/auth.ts';
@@ -152,6 +153,29 @@ describe('known devices and new-device notices', () => {
     const change = await post(mine, '/auth/password', { currentPassword: user.password, newPassword: 'another long password' });
     expect(change.status).toBe(403);
     expect(await codeOf(change)).toBe('password_reset_required');
+  });
+
+  it('not-me cut short by a failure keeps its link for the retry; an admin-set password ends the lock', async () => {
+    const user = await a.createUser();
+    expect((await browser(a).login(user.email, user.password)).status).toBe(200);
+    expect((await browser(a, UA.firefox).login(user.email, user.password)).status).toBe(200);
+    const token = tokenFrom((await smtp.waitFor(user.email)).find((m) => m.subject === 'New login to your account')!, '/not-me');
+    const auth = a.instance.auth;
+    const revoke = auth.revokeApiKeys.bind(auth);
+    auth.revokeApiKeys = () => Promise.reject(new UnavailableError('db'));
+    try {
+      expect((await post(browser(a), '/auth/not-me', { token })).status).toBe(503);
+    } finally {
+      auth.revokeApiKeys = revoke;
+    }
+    expect((await post(browser(a), '/auth/not-me', { token })).status).toBe(204);
+    expect(await codeOf(await browser(a).login(user.email, user.password))).toBe('password_reset_required');
+
+    const admin = await a.createUser({ admin: true });
+    const ops = browser(a);
+    expect((await ops.login(admin.email, admin.password)).status).toBe(200);
+    expect((await ops.fetch(`/auth/users/${user.id}`, { method: 'PATCH', json: { password: 'set by the admin now' } })).status).toBe(200);
+    expect((await browser(a).login(user.email, 'set by the admin now')).status).toBe(200);
   });
 
   it('a not-me link expires after 7 days (clock moved, not slept)', async () => {

@@ -334,7 +334,9 @@ describe.skipIf((!redisServerAvailable || !procAvailable) && !CI)('soak', () => 
     for (const kind of ['session', 'expand', 'unknown-cookie', 'malformed-cookie', 'anonymous', 'health', 'todo', 'login', 'logout', 'after-logout']) {
       expect(hits.filter((h) => h.kind === kind).length, `${kind} requests`).toBeGreaterThan(10);
     }
-    expect(hits.length - warmCount).toBeGreaterThan(hits.length / 2);
+    // The measured minute is twice the warm-up: a quarter of all requests holds even when the machine
+    // got three times busier after the warm-up (a CI run starting beside it halved the rate once).
+    expect(hits.length - warmCount, 'requests after the warm-up').toBeGreaterThan(hits.length / 4);
     expect(samples.length, 'RSS samples').toBeGreaterThanOrEqual(WARMUP_S + MEASURE_S - 5);
     const grew = `live memory grew from ${(warmLive / MiB).toFixed(1)} MiB (warm-up) to ${(endLive / MiB).toFixed(1)} MiB (end)`;
     expect(liveGrowth, grew).toBeLessThan(LIVE_GROWTH_LIMIT);

@@ -94,12 +94,26 @@ export class MemoryStore implements Store {
   }
 
   async incr(key: string, ttl: number) {
+    return this.count(key, ttl);
+  }
+
+  /** `incr` in one synchronous step, so that `getAndIncrWindow` is one step too. */
+  private count(key: string, ttl: number): number {
     const current = this.string(key);
     const next = (current === null ? 0 : Number.parseInt(current, 10)) + 1;
     if (Number.isNaN(next)) throw new Error(`ERR value of "${key}" is not an integer`);
     if (current === null) this.data.set(key, { value: String(next), expiresAt: this.now() + ttl * 1000 });
     else this.data.get(key)!.value = String(next);
     return next;
+  }
+
+  async incrWindow(key: string, ttl: number) {
+    return this.count(key, ttl);
+  }
+
+  async getAndIncrWindow(key: string, counter: string, ttl: number): Promise<[string | null, number]> {
+    const count = this.count(counter, ttl);
+    return [this.string(key), count];
   }
 
   async decr(key: string) {

@@ -47,17 +47,23 @@ const DECR_SCRIPT = "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end loc
  * a counter without its expiry.
  */
 const INCR_SCRIPT = "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end return n";
+/**
+ * `getAndIncrWindow`: a record and the count of its use in one atomic step, one round trip (an API key
+ * request: its record and its per-key rate count). KEYS[1] the record, KEYS[2] the counter (one hash slot).
+ */
+const GET_INCR_SCRIPT = "local n = redis.call('INCR', KEYS[2]) if n == 1 then redis.call('EXPIRE', KEYS[2], ARGV[1]) end return {redis.call('GET', KEYS[1]), n}";
 
 /** The scripts, sent once and then called by hash (ioredis `defineCommand`: EVALSHA, EVAL when not cached). */
 interface Scripts {
   svcIncr(key: string, ttl: number): Promise<number>;
   svcDecr(key: string): Promise<number>;
+  svcGetIncr(key: string, counter: string, ttl: number): Promise<[string | null, number]>;
 }
 
 /**
  * The store on Redis through ioredis: one server, a Cluster or Sentinel (`redis-url.ts`). Every command
  * touches one key (a transaction or script only ever names that key), so each works on a Cluster as
- * is; nothing here needs a hash tag. Tuned to fail fast instead of queueing: with no offline queue
+ * is; the one exception, `getAndIncrWindow`, names two keys its caller puts in one hash slot. Tuned to fail fast instead of queueing: with no offline queue
  * and a 1.5 s command timeout, a request during an outage gets 503 within 2 s, and ioredis keeps
  * reconnecting in the background so svc recovers by itself when Redis returns.
  */
@@ -92,6 +98,7 @@ export class RedisStore implements Store {
     this.client = createRedisClient(target, options);
     this.client.defineCommand('svcIncr', { numberOfKeys: 1, lua: INCR_SCRIPT });
     this.client.defineCommand('svcDecr', { numberOfKeys: 1, lua: DECR_SCRIPT });
+    this.client.defineCommand('svcGetIncr', { numberOfKeys: 2, lua: GET_INCR_SCRIPT });
     const log = opts.logger;
     this.logger = log;
     let connectedOnce = false;
@@ -218,6 +225,20 @@ export class RedisStore implements Store {
 
   incr(key: string, ttl: number) {
     return this.run(async () => Number(await (this.client as unknown as Scripts).svcIncr(key, ttl)));
+  }
+
+  incrWindow(key: string, ttl: number) {
+    // A plain INCR (one command, no script): the key names its window, so the EXPIRE need not be atomic with it.
+    return this.run(() =>
+      this.client.incr(key).then((n) => {
+        if (n === 1) this.client.expire(key, ttl).catch(() => {}); // an idle key at worst (Store.incrWindow)
+        return n;
+      }),
+    );
+  }
+
+  getAndIncrWindow(key: string, counter: string, ttl: number) {
+    return this.run(() => (this.client as unknown as Scripts).svcGetIncr(key, counter, ttl).then(([value, n]): [string | null, number] => [value, Number(n)]));
   }
 
   decr(key: string) {

@@ -52,6 +52,19 @@ export interface Store {
   /** Increments a counter; a new counter expires after `ttl` seconds (fixed window). */
   incr(key: string, ttl: number): Promise<number>;
   /**
+   * Counts one use in a window the counter's key names (`...:<minute>`): increments `key`, returns the
+   * count; a new counter expires after `ttl` seconds. One command on Redis (`INCR`, its `EXPIRE` sent after
+   * the first count without waiting): the name, not the expiry, ends the window, so an `EXPIRE` lost to a
+   * failure leaves an idle key behind, never a counter that counts for ever.
+   */
+  incrWindow(key: string, ttl: number): Promise<number>;
+  /**
+   * Reads `key` and counts one use in `counter` (as `incrWindow`) in one atomic step and one round trip
+   * (a Lua script on Redis): `[value or null, count]`. The two keys must share a Redis Cluster hash slot
+   * (`hashSlotTag`): the caller gives `counter` the hash tag of `key`.
+   */
+  getAndIncrWindow(key: string, counter: string, ttl: number): Promise<[string | null, number]>;
+  /**
    * Decrements an existing counter, keeping its TTL; a counter it brings to 0 (or below) is removed in
    * the same atomic step, so another instance's increment right after is never lost with it. A missing
    * key stays missing (returns 0).
@@ -88,4 +101,17 @@ export interface Store {
   /** Throws UnavailableError when the store is down. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * What Redis Cluster hashes of `key` to pick its slot: the text of its hash tag (the first `{...}`, not
+ * empty), else the whole key. Two keys with the same tag share a slot, so one script may name both.
+ */
+export function hashSlotTag(key: string): string {
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) return key.slice(open + 1, close);
+  }
+  return key;
 }

@@ -111,6 +111,31 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       expect(await store.incr(`${p}n`, 1)).toBe(1);
     });
 
+    it('incrWindow counts; a new counter expires after its ttl', async () => {
+      await ready;
+      expect(await store.incrWindow(`${p}w:1`, 1)).toBe(1);
+      expect(await store.incrWindow(`${p}w:1`, 100)).toBe(2);
+      for (let i = 0; i < 50 && (await store.ttl(`${p}w:1`)) < 0; i++) await sleep(10); // Redis: its EXPIRE follows the first INCR
+      expect(await store.ttl(`${p}w:1`)).toBeLessThanOrEqual(1);
+      await sleep(1200);
+      expect(await store.get(`${p}w:1`)).toBeNull();
+    });
+
+    it('getAndIncrWindow reads a key and counts in another of its hash slot, in one step', async () => {
+      await ready;
+      const record = `${p}rec:{${p}tag}`;
+      const counter = `${p}count:{${p}tag}:1`;
+      expect(await store.getAndIncrWindow(record, counter, 100)).toEqual([null, 1]);
+      await store.set(record, 'the record', { ttl: 100 });
+      expect(await store.getAndIncrWindow(record, counter, 100)).toEqual(['the record', 2]);
+      expect(await store.ttl(counter)).toBeGreaterThan(98);
+      expect(await store.ttl(record)).toBeGreaterThan(98); // the read leaves the record as it was
+      // Parallel callers each get their own count.
+      const counts = await Promise.all(Array.from({ length: 20 }, () => store.getAndIncrWindow(record, counter, 100)));
+      expect(counts.map(([, n]) => n).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 3));
+      expect(counts.every(([v]) => v === 'the record')).toBe(true);
+    });
+
     it('decr takes back an increment, keeps the TTL, and never creates a key', async () => {
       await ready;
       expect(await store.decr(`${p}absent`)).toBe(0);

@@ -6,8 +6,10 @@
  * (a DELETE on any instance drops the record everywhere at once). A record missing from the store (Redis
  * flushed, or its TTL passed) is read again from the database and put back.
  *
- * Each request with a key counts against the key's limit first (`INCR` of a per-minute counter, on
- * every instance together), then the limit is checked: 429 `rate_limited` with `Retry-After`.
+ * Each request with a key counts against the key's limit first (`INCR` of the key's counter for this
+ * minute of the clock, on every instance together), then the limit is checked: 429 `rate_limited` with
+ * `Retry-After`. One store round trip per request: the record and the count in one script
+ * (`Store.getAndIncrWindow`), or the count alone (one `INCR`) when the record comes from the local cache.
  * `lastUsedAt` is written at most once a minute per key, after the answer.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -19,7 +21,7 @@ import { AppError, validationFailed } from '../http/errors.ts';
 import type { Context } from 'hono';
 import type { AuditLog } from '../audit/log.ts';
 import type { AppEnv } from '../http/env.ts';
-import type { Store } from '../store/store.ts';
+import { hashSlotTag, type Store } from '../store/store.ts';
 import { sha256hex } from './hash.ts';
 import { epochOf, isAdmin, type UserDoc, type UserService } from './users.ts';
 import { SessionCache } from './session-cache.ts';
@@ -39,7 +41,10 @@ const STORE_TTL = 7 * 86400;
 /** `lastUsedAt`: at most once per key per minute. */
 const USED_INTERVAL_MS = 60_000;
 const USED_MEMORY = 50_000;
+/** The per-key limit counts in minutes of the clock: the counter's key names its minute. */
 const RATE_WINDOW = 60;
+/** A counter outlives its minute a little (instances' clocks differ by a little), then goes. */
+const RATE_TTL = 2 * RATE_WINDOW;
 
 /** A key in the database. */
 export interface ApiKeyDoc {
@@ -117,7 +122,16 @@ export class ApiKeyService {
   ) {
     const { localCache, localCacheSize, localCacheMaxAge } = config.auth.session;
     this.cache = localCache && store.track ? new SessionCache<ApiKeyRecord>(localCacheSize, localCacheMaxAge * 1000) : null;
+    const prefix = config.auth.store.keyPrefix;
+    this.prefixTagged = hashSlotTag(prefix) !== prefix;
+    const sample = '0'.repeat(64);
+    this.together = hashSlotTag(this.key(sample)) === hashSlotTag(this.rateKey(sample, 0));
   }
+
+  /** The key prefix holds a hash tag of its own (`{svc}:`): every key under it shares one slot. */
+  private readonly prefixTagged: boolean;
+  /** A key's record and its counter share a slot (`rateKey`): one script may name both. */
+  private readonly together: boolean;
 
   static async open(db: Database, store: Store, config: Config, logger: Logger): Promise<ApiKeyService> {
     const docs = await db.collection<ApiKeyDoc>(API_KEY_COLLECTION, [{ fields: ['hash'] }, { fields: ['userId'], unique: false }]);
@@ -128,8 +142,15 @@ export class ApiKeyService {
     return `${this.config.auth.store.keyPrefix}api-key:${hash}`;
   }
 
-  private rateKey(hash: string) {
-    return `${this.config.auth.store.keyPrefix}api-key-rate:${hash}`;
+  /**
+   * The key's request counter for minute `window` (epoch minutes), in the Redis Cluster slot of its record,
+   * so one script reads the one and counts in the other: its hash tag is the record key (or the key
+   * prefix's own tag, which both keys then share). A prefix with a stray brace gives the keys different slots:
+   * `together` is false then, and the two are asked for side by side.
+   */
+  private rateKey(hash: string, window: number) {
+    const prefix = this.config.auth.store.keyPrefix;
+    return this.prefixTagged ? `${prefix}api-key-rate:${hash}:${window}` : `${prefix}api-key-rate:{${this.key(hash)}}:${window}`;
   }
 
   private usedKey(hash: string) {
@@ -267,44 +288,53 @@ export class ApiKeyService {
 
   /**
    * The caller behind a key (CONTRACT 15): 401 `invalid_api_key` for a malformed, unknown, expired or
-   * revoked key; 429 `rate_limited` past `auth.apiKeys.rateLimit` requests in its minute. The count and
-   * the record are asked for together (one round trip; from the local cache, one command).
+   * revoked key; 429 `rate_limited` past `auth.apiKeys.rateLimit` requests in this minute. One store
+   * round trip: the record and the count in one script, or, with the record in the local cache, the
+   * count alone (one `INCR`). Counted before the check, on every instance together.
    */
-  async authenticate(key: string): Promise<ApiKeyCaller> {
-    if (!KEY_PATTERN.test(key)) throw invalidApiKey();
+  authenticate(key: string): Promise<ApiKeyCaller> {
+    if (!KEY_PATTERN.test(key)) return Promise.reject(invalidApiKey());
     const hash = sha256hex(key);
     const now = Date.now();
-    const [record, count] = await Promise.all([this.read(hash, now), this.store.incr(this.rateKey(hash), RATE_WINDOW)]);
+    const window = Math.floor(now / (RATE_WINDOW * 1000));
+    const counter = this.rateKey(hash, window);
+    const cached = this.cache?.get(hash, now);
+    if (cached) return this.store.incrWindow(counter, RATE_TTL).then((count) => this.admit(hash, cached, count, now, window));
+    return this.readCounting(hash, counter, now).then(([record, count]) => this.admit(hash, record, count, now, window));
+  }
+
+  /** The caller, once the record is found and the request counted: or 401, or 429 past the limit. */
+  private admit(hash: string, record: ApiKeyRecord | null, count: number, now: number, window: number): ApiKeyCaller {
     if (!record || (record.expiresAt !== null && record.expiresAt <= now)) throw invalidApiKey();
     const limit = this.config.auth.apiKeys.rateLimit;
     if (count > limit) {
-      const ttl = await this.store.ttl(this.rateKey(hash)).catch(() => RATE_WINDOW);
-      const retryAfter = String(ttl > 0 ? ttl : 1);
+      const retryAfter = String(Math.max(1, Math.ceil(((window + 1) * RATE_WINDOW * 1000 - now) / 1000)));
       throw new AppError(429, 'rate_limited', `This API key made more than ${limit} requests this minute; try again in ${retryAfter} s`, undefined, { 'Retry-After': retryAfter });
     }
     this.markUsed(record.id, hash, now);
     return { id: record.id, userId: record.userId, scopes: record.scopes, createdAt: record.createdAt, expiresAt: record.expiresAt };
   }
 
-  /** The record behind a hash: the local cache, the store, else the database (then put back in the store). */
-  private async read(hash: string, now: number): Promise<ApiKeyRecord | null> {
-    const cached = this.cache?.get(hash, now);
-    if (cached) return cached;
+  /**
+   * The record behind a hash, not in the local cache, and the request counted: from the store (with the
+   * count, one script), else from the database (then put back in the store). What the store gave is
+   * kept in the local cache unless Redis said the key changed meanwhile (`SessionCache.begin`).
+   */
+  private async readCounting(hash: string, counter: string, now: number): Promise<[ApiKeyRecord | null, number]> {
     const token = this.cache?.begin(hash);
     let raw: string | null;
+    let count: number;
     try {
-      raw = await this.store.get(this.key(hash));
+      [raw, count] = this.together
+        ? await this.store.getAndIncrWindow(this.key(hash), counter, RATE_TTL)
+        : await Promise.all([this.store.get(this.key(hash)), this.store.incrWindow(counter, RATE_TTL)]);
     } catch (err) {
       if (token) this.cache!.finish(hash, token, null, now);
       throw err;
     }
-    if (raw !== null) {
-      const record = JSON.parse(raw) as ApiKeyRecord;
-      if (token) this.cache!.finish(hash, token, record, now);
-      return record;
-    }
-    if (token) this.cache!.finish(hash, token, null, now);
-    return this.readBack(hash);
+    const record = raw === null ? null : (JSON.parse(raw) as ApiKeyRecord);
+    if (token) this.cache!.finish(hash, token, record, now);
+    return [record ?? (await this.readBack(hash)), count];
   }
 
   /**

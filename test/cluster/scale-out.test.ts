@@ -60,7 +60,7 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
     beforeAll(async () => {
       topology = await startTopology();
       // auth.session.localCache on: every test below also holds with it (on a Cluster svc keeps it off).
-      const config = { auth: { store: { keyPrefix }, session: { localCache: true } } };
+      const config = { auth: { store: { keyPrefix }, session: { localCache: true }, apiKeys: { rateLimit: 10 } } };
       // Two instances of one app: same store, same prefix; each its own process state.
       [a, b] = [await createTestApp({ redisUrl: topology.url, config }), await createTestApp({ redisUrl: topology.url, config })];
       for (const t of [a, b]) http.set(t, createServer());
@@ -163,6 +163,20 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
       }
       expect((await b.client().login(email, PASSWORD)).status).toBe(429);
       expect((await a.client().login(email, PASSWORD)).status).toBe(429);
+    });
+
+    it('an API key: its record and its per-key count in one script (two keys of one slot), counted across instances: 10, then 429 on either', async () => {
+      const { email } = await a.createUser({ password: PASSWORD });
+      const c = await login(a, email);
+      const res = await c.fetch('/auth/api-keys', { method: 'POST', json: { name: 'cluster', scopes: [] } });
+      expect(res.status, await res.clone().text()).toBe(201);
+      const { key } = (await res.json()) as { key: string };
+      const left = 60_000 - (Date.now() % 60_000); // the limit counts in minutes of the clock: all in one
+      if (left < 3000) await new Promise((r) => setTimeout(r, left + 50));
+      const answers = await Promise.all(Array.from({ length: 14 }, (_, i) => (i % 2 ? a : b).fetch('/auth/session', { headers: { authorization: `Bearer ${key}` } })));
+      const statuses = answers.map((r) => r.status);
+      expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(4);
     });
 
     it('the cache list (admin) pages through the keys of every master, with their TTLs', async () => {

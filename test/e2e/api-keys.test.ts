@@ -51,6 +51,28 @@ async function makeKey(client: TestClient, body: Record<string, unknown> = {}): 
   return (await res.json()) as Made;
 }
 
+/** The per-key limit counts in minutes of the clock: a burst that must land in one waits for the next minute when this one ends in 3 s. */
+async function clearOfMinuteEnd(): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 3000) await sleep(left + 50);
+}
+
+const STORE_METHODS = ['get', 'getEx', 'set', 'getDel', 'del', 'expire', 'ttl', 'incr', 'incrWindow', 'getAndIncrWindow', 'decr', 'sAdd', 'sRem', 'sMembers', 'publish'] as const;
+
+/** The names of the store methods `a`'s session store is asked for from now on, in order. */
+function countStoreCalls(a: TestApp): string[] {
+  const calls: string[] = [];
+  const store = a.instance.stores.forRole('sessions') as unknown as Record<string, (...args: unknown[]) => unknown>;
+  for (const name of STORE_METHODS) {
+    const original = store[name]!.bind(store);
+    store[name] = (...args: unknown[]) => {
+      calls.push(name);
+      return original(...args);
+    };
+  }
+  return calls;
+}
+
 const withKey = (key: string, headers: Record<string, string> = {}) => ({ headers: { authorization: `Bearer ${key}`, ...headers } });
 const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
 
@@ -482,23 +504,49 @@ describe.runIf(redisUrl)('two instances on one Redis', () => {
     });
   }
 
-  it('the rate limit counts on both instances together: 429 rate_limited with Retry-After', async () => {
-    const { a, b } = await pair({ auth: { apiKeys: { rateLimit: 10 } } });
-    const { client } = await loggedIn(a);
-    const made = await makeKey(client);
-    const other = await makeKey(client);
-    const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 ? a : b).fetch('/svc__todo/all', withKey(made.key))));
-    const statuses = answers.map((r) => r.status);
-    expect(statuses.filter((s) => s === 200)).toHaveLength(10);
-    expect(statuses.filter((s) => s === 429)).toHaveLength(6);
-    const refused = answers.find((r) => r.status === 429)!;
-    expect(await errorCode(refused)).toBe('rate_limited');
-    const retryAfter = Number(refused.headers.get('retry-after'));
-    expect(retryAfter).toBeGreaterThanOrEqual(1);
-    expect(retryAfter).toBeLessThanOrEqual(60);
-    // per key: another key of the same user is not limited
-    expect((await b.fetch('/svc__todo/all', withKey(other.key))).status).toBe(200);
-  });
+  for (const localCache of [false, true]) {
+    it(`the rate limit counts on both instances together: 429 rate_limited with Retry-After (localCache: ${localCache})`, async () => {
+      const { a, b } = await pair({ auth: { apiKeys: { rateLimit: 10 }, session: { localCache } } });
+      const { client } = await loggedIn(a);
+      const made = await makeKey(client);
+      const other = await makeKey(client);
+      await clearOfMinuteEnd();
+      // With the local cache, the first requests read the record with the count (one script) and the
+      // later ones count alone (one INCR): both count in the same counter.
+      const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 ? a : b).fetch('/svc__todo/all', withKey(made.key))));
+      const statuses = answers.map((r) => r.status);
+      expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(6);
+      const refused = answers.find((r) => r.status === 429)!;
+      expect(await errorCode(refused)).toBe('rate_limited');
+      const retryAfter = Number(refused.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      // per key: another key of the same user is not limited
+      expect((await b.fetch('/svc__todo/all', withKey(other.key))).status).toBe(200);
+    });
+  }
+
+  for (const localCache of [false, true]) {
+    it(`a key request asks the store once: its record and its count in one script, or the count alone from the local cache (localCache: ${localCache})`, async () => {
+      const a = await app({ config: { auth: { session: { localCache } } } });
+      const { client } = await loggedIn(a);
+      const made = await makeKey(client);
+      const calls = countStoreCalls(a);
+      // The first request writes lastUsedAt (after the answer); the local cache turns on once Redis tracks keys.
+      const deadline = Date.now() + 3000;
+      for (;;) {
+        calls.length = 0;
+        expect((await a.fetch('/svc__todo/all', withKey(made.key))).status).toBe(200);
+        await sleep(10);
+        if (calls.join() === (localCache ? 'incrWindow' : 'getAndIncrWindow')) break;
+        if (Date.now() > deadline) throw new Error(`a key request asked the store for ${calls.join(', ')}`);
+      }
+      calls.length = 0;
+      for (let i = 0; i < 20; i++) expect((await a.fetch('/svc__todo/all', withKey(made.key))).status).toBe(200);
+      expect(calls).toEqual(Array.from({ length: 20 }, () => (localCache ? 'incrWindow' : 'getAndIncrWindow')));
+    });
+  }
 });
 
 describe('/openapi.json', () => {

@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { buildConsole, writeConsole } from './console-build.js';
 import { ensureDocsBundle } from './docs-bundle.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -45,10 +46,11 @@ function newestSource() {
       if (entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.')) continue;
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (/\.(ts|js|json)$/.test(entry.name)) newest = Math.max(newest, statSync(full).mtimeMs);
+      else if (/\.(ts|js|json|html|css)$/.test(entry.name)) newest = Math.max(newest, statSync(full).mtimeMs);
     }
   };
-  for (const dir of ['src', 'routes', 'plugins']) walk(path.join(root, dir));
+  // The console (console/) is bundled with @svc/client and the example's DOM helpers it shares.
+  for (const dir of ['src', 'routes', 'plugins', 'console', path.join('packages', 'client', 'src'), path.join('examples', 'login', 'src')]) walk(path.join(root, dir));
   for (const file of ['package.json', 'tsconfig.json', 'tsconfig.build.json']) newest = Math.max(newest, statSync(path.join(root, file)).mtimeMs);
   return newest;
 }
@@ -154,12 +156,17 @@ export async function build({ force = false } = {}) {
   } catch {
     return false;
   }
-  return withLock(() => {
+  return withLock(async () => {
     if (!force && buildState() === 'fresh') return true; // another process built it while we waited
     process.stderr.write('svc: building dist/ (npm run build) ...\n');
     // Read before compiling: a source saved during the build leaves the build stale, not stamped fresh.
     const sourcesAt = newestSource();
-    compileInto(tsc, path.join(root, 'tsconfig.build.json'), dist, vendorScalar);
+    const consoleFiles = await buildConsole();
+    const consoleBuilt = (out) => writeConsole(path.join(out, 'console'), consoleFiles);
+    compileInto(tsc, path.join(root, 'tsconfig.build.json'), dist, (out) => {
+      vendorScalar(out);
+      consoleBuilt(out);
+    });
     compileInto(tsc, path.join(cliConnector, 'tsconfig.build.json'), path.join(cliConnector, 'dist'));
     // Last: the stamp says both are complete.
     writeFileSync(path.join(dist, stampName), String(sourcesAt));

@@ -10,6 +10,7 @@ import { guestAwareHooks } from './auth/work-sessions.ts';
 import type { AppEnv } from './http/env.ts';
 import { dispatchSynchronously, isPending, promised, syncAwareLayer, type SyncAwareLayer } from './http/dispatch.ts';
 import { bodyBrokeOff } from './http/client-error.ts';
+import { adminConsoleRoutes } from './http/admin-console.ts';
 import { docsRoutes } from './http/docs.ts';
 import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi } from './http/openapi.ts';
@@ -180,6 +181,7 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   const documentation = [
     defineRoute({ method: 'GET', path: '/openapi.json', config: { public: true }, schema: { summary: 'This OpenAPI 3.1 document', tags: ['docs'] }, handler: (c) => c.json(openApi) }),
     ...docsRoutes(),
+    ...adminConsoleRoutes({ enabled: config.admin.console.enabled, appName: config.app.name ?? 'svc' }),
   ] as RouteDefinition[];
   // Built after `documentation` so the document lists its own routes too.
   // The scopes a new API key may hold: those the mounted routes declare (`authenticate({scopes})` adds its own).

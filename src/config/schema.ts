@@ -204,6 +204,13 @@ export const configSchema = v.strictObject({
     }),
     {},
   ),
+  /** The admin console at `/admin` (CONTRACT 16, docs/console.md): on unless `enabled` is false (then 404). */
+  admin: v.optional(
+    v.strictObject({
+      console: v.optional(v.strictObject({ enabled: v.optional(v.boolean(), true) }), {}),
+    }),
+    {},
+  ),
   server: v.optional(
     v.strictObject({
       /** Request body limit in bytes (CONTRACT section 2: 1 MiB). */

@@ -1,0 +1,5 @@
+import { page } from '../ui.ts';
+
+export async function auditPage(): Promise<void> {
+  page('Audit log');
+}

@@ -1,0 +1,5 @@
+import { page } from '../ui.ts';
+
+export async function providersPage(): Promise<void> {
+  page('Sign-in providers');
+}

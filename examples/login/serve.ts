@@ -3,6 +3,7 @@
 //   SVC_API        the svc origin (default http://localhost:3000), where `/api/...` is forwarded
 //   SVC_APP_PATH   the svc app root (default the working directory): its config's `app.name` is the
 //                  pages' title and header (build.ts `appNameOf`), as svc started there names itself
+//   CAPTCHA_SCRIPT_URL the captcha widget's script when not the provider's own (a mirror); default the provider's
 // The app and svc share this origin, as behind the reverse proxy (deploy/nginx.conf): the app calls
 // `/api`, which this server forwards to svc as it came (WebSocket handshakes too, for socket.io), so an
 // OAuth journey ends back here. svc is told its public address (OAuth callbacks, passkeys) and this
@@ -110,7 +111,7 @@ const server = http.createServer((req, res) => {
     return;
   }
   if (pathname === '/config.js') {
-    res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'no-store' }).end(configScript('/api', appName));
+    res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'no-store' }).end(configScript('/api', appName, process.env.CAPTCHA_SCRIPT_URL));
     return;
   }
   const file = path.join(dir, path.normalize(pathname));

@@ -7,8 +7,12 @@
 // OpenID provider, forgot/reset and the magic link from the mails, a command-line tool's device login
 // (RFC 8628) approved and denied on /device. Refused fields get a sentence beside
 // them; the step-up dialog stays open on a wrong password; a used reset link is found out on load; the
-// pages carry the app's name (app.name). Screenshots of each page: test-results/deploy/example/.
+// pages carry the app's name (app.name). With auth.captcha on (a Turnstile-like provider on loopback:
+// its widget script and its siteverify endpoint), a person without failed logins never loads the widget,
+// and after 3 failed logins solves it and signs in. Screenshots of each page: test-results/deploy/example/.
 
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import jsqr from 'jsqr';
 import { Secret, TOTP } from 'otpauth';
@@ -26,6 +30,69 @@ const mongoUrl = inject('mongoUrl');
 const FRESH_AGE = 6;
 /** `app.name` of the deployment, built into the example's config.js. */
 const APP_NAME = 'Acme Notes';
+const CAPTCHA_SITE_KEY = 'loopback-site-key';
+const CAPTCHA_SECRET = 'loopback-captcha-secret';
+
+/**
+ * A Turnstile-like widget (the provider's script, served from loopback): `turnstile.render(el, {sitekey,
+ * callback})` draws a button; a click "solves" it and hands the page a token `solved:<sitekey>:<n>`.
+ */
+const FAKE_TURNSTILE = `(() => {
+  let n = 0;
+  const widgets = new Map();
+  window.turnstile = {
+    render(el, opts) {
+      const id = 'w' + ++n;
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.textContent = 'I am a person';
+      button.addEventListener('click', () => {
+        button.disabled = true;
+        button.textContent = 'Solved';
+        opts.callback('solved:' + opts.sitekey + ':' + ++n);
+      });
+      el.append(button);
+      widgets.set(id, button);
+      return id;
+    },
+    reset(id) {
+      const button = widgets.get(id);
+      if (button) { button.disabled = false; button.textContent = 'I am a person'; }
+    },
+  };
+})();
+`;
+
+/**
+ * The captcha provider on loopback: `GET /api.js` (the widget above) and `POST /siteverify` (a token the
+ * widget handed out passes once, with the right secret). Records every request's path and every form.
+ */
+async function startCaptchaProvider(): Promise<{ origin: string; paths: string[]; forms: URLSearchParams[]; close(): Promise<void> }> {
+  const paths: string[] = [];
+  const forms: URLSearchParams[] = [];
+  const used = new Set<string>();
+  const server: Server = createServer((req, res) => {
+    paths.push(req.url ?? '');
+    if (req.method === 'GET' && req.url === '/api.js') return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(FAKE_TURNSTILE);
+    let body = '';
+    req.on('data', (b: Buffer) => (body += b.toString()));
+    req.on('end', () => {
+      const form = new URLSearchParams(body);
+      forms.push(form);
+      const token = form.get('response') ?? '';
+      const success = form.get('secret') === CAPTCHA_SECRET && token.startsWith(`solved:${CAPTCHA_SITE_KEY}:`) && !used.has(token);
+      used.add(token);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ success }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths, forms, close };
+}
 
 const missing = missingPrograms();
 if (missing.length && process.env.CI === 'true') throw new Error(`CI=true but the example browser test lacks: ${missing.join(', ')}`);
@@ -34,6 +101,7 @@ if (missing.length) process.stderr.write(`\n!!!!!!!! SKIPPED: the example browse
 describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login UI in Chromium behind nginx', () => {
   let d: Deployment;
   let smtp: TestSmtp;
+  let captchaProvider: Awaited<ReturnType<typeof startCaptchaProvider>>;
   let browser: Browser;
   let shots: Screenshots;
   const contexts: BrowserContext[] = [];
@@ -43,14 +111,16 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     const launching = launchBrowser();
     try {
       smtp = await startSmtp();
-      const frontendDir = await buildExample(path.join(tempDir('svc-example-'), 'dist'), '/api', APP_NAME);
+      captchaProvider = await startCaptchaProvider();
+      const frontendDir = await buildExample(path.join(tempDir('svc-example-'), 'dist'), '/api', APP_NAME, { captchaScript: `${captchaProvider.origin}/api.js` });
+      const captcha = { provider: 'turnstile', siteKey: CAPTCHA_SITE_KEY, secretEnv: 'EXAMPLE_CAPTCHA_SECRET', verifyUrl: `${captchaProvider.origin}/siteverify` };
       d = await startDeployment({
         redisUrl,
         mongoUrl,
         host: 'localhost',
         frontendDir,
-        env: { SVC_SMTP_URL: smtp.url },
-        appConfig: { app: { name: APP_NAME }, auth: { signup: { enabled: true }, magicLink: { enabled: true }, session: { freshAge: FRESH_AGE } } },
+        env: { SVC_SMTP_URL: smtp.url, EXAMPLE_CAPTCHA_SECRET: CAPTCHA_SECRET },
+        appConfig: { app: { name: APP_NAME }, auth: { signup: { enabled: true }, magicLink: { enabled: true }, session: { freshAge: FRESH_AGE }, captcha } },
       });
     } finally {
       browser = await launching;
@@ -60,6 +130,7 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     await browser?.close();
     await d?.stop();
     await smtp?.close();
+    await captchaProvider?.close();
     if (shots) process.stdout.write(`screenshots (${shots.dir}):\n${shots.taken.map((s) => `  ${s}`).join('\n')}\n`);
   });
 
@@ -621,6 +692,39 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
       order.push(await p.evaluate(() => (document.activeElement as HTMLInputElement).name || document.activeElement!.textContent!.trim()));
     }
     expect(order).toEqual(['email', 'password', 'Sign in', 'Sign in with a passkey', `Continue with ${d.oauthProvider.label}`]);
+  });
+
+  it('captcha on risk: no failed logins, no widget (its script never loaded); after 3, the widget, solved, and the login succeeds (issue 56)', async () => {
+    const email = 'captcha.person@example.com';
+    const password = 'a long captcha password';
+    await d.createUser(email, password);
+    // Every login in this suite so far came without the widget: the provider's script was never asked for.
+    expect(captchaProvider.paths).toEqual([]);
+    const { page: p } = await newPage();
+    for (let i = 1; i <= 3; i++) {
+      await signIn(p, email, `wrong password ${i}`);
+      await poll(() => p.getByRole('alert').textContent()).toMatch(/wrong/i);
+    }
+    expect(await p.locator('#captcha').innerHTML(), 'no widget before svc asks').toBe('');
+    expect(captchaProvider.paths).toEqual([]);
+
+    // The fourth try, right password: svc asks (captcha_required), the page loads the widget.
+    await p.getByLabel('Password', { exact: true }).fill(password);
+    await mainButton(p, 'Sign in').click();
+    const widget = p.locator('#captcha').getByRole('button', { name: 'I am a person' });
+    await widget.waitFor({ timeout: 20_000 });
+    expect(captchaProvider.paths).toEqual(['/api.js']);
+    expect(captchaProvider.forms).toEqual([]);
+    expect(await p.getByRole('alert').textContent()).toBe('There were failed sign-ins from here: confirm you are a person below, then try again.');
+    await shots.take(p, 'login: the captcha widget after 3 failed logins');
+    await widget.click();
+    await mainButton(p, 'Sign in').click();
+    await expectAccount(p, email);
+    // svc checked the widget's token at the provider: the secret, the token, the client's IP.
+    expect(captchaProvider.forms).toHaveLength(1);
+    expect(captchaProvider.forms[0]!.get('secret')).toBe(CAPTCHA_SECRET);
+    expect(captchaProvider.forms[0]!.get('response')).toMatch(new RegExp(`^solved:${CAPTCHA_SITE_KEY}:`));
+    expect(captchaProvider.forms[0]!.get('remoteip')).toBe('127.0.0.1');
   });
 
   it('a new device: the notice\'s "this wasn\'t me" link, /not-me uses nothing on load, the button ends that login and locks the password (issue 56)', async () => {

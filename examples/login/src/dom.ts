@@ -118,6 +118,8 @@ const FOR_A_PERSON: Record<string, string> = {
   email_not_verified: 'Confirm your email address first: follow the link in the mail we sent you.',
   reauthentication_required: 'Confirm it is you first: this change needs a recent sign-in.',
   invalid_token: 'This link cannot be used any more: ask for a new one.',
+  captcha_required: 'There were failed sign-ins from here: confirm you are a person below, then try again.',
+  captcha_failed: 'The check that you are a person did not pass: do it again below, then try again.',
   network_error: 'The service cannot be reached. Check your connection and try again (developers: is svc running, and is this origin in its SVC_FRONTEND_URLS?).',
   unexpected_response: 'The service answered something unexpected. Try again later.',
 };

@@ -31,7 +31,8 @@ function start(appRoot: string, env: Record<string, string>, dataDir?: string): 
 async function adminOf(svc: SvcProcess) {
   const login = await fetch(`${svc.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
   expect(login.status, svc.output()).toBe(200);
-  const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
+  // Every cookie of the login (the session's and the device's, in either order).
+  const cookie = login.headers.getSetCookie().map((line) => line.split(';')[0]!).join('; ');
   return (p: string, init: { method?: string; json?: unknown } = {}) =>
     fetch(`${svc.url}${p}`, { method: init.method ?? 'GET', headers: { cookie, 'content-type': 'application/json' }, ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}) });
 }

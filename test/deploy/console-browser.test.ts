@@ -1,0 +1,74 @@
+// The admin console (issue 57, CONTRACT 16) in Debian's Chromium behind nginx, as an operator uses it:
+// served at <app>/api/admin by two svc instances, signed in with the keyboard alone, every page's main
+// task end to end, axe-core on every page (no serious or critical violation) in light and dark mode, a
+// non-admin refused without admin data. Screenshots of each page: test-results/deploy/console/.
+// One deployment for all pages: each page's tests are a module of test/deploy/console/.
+
+import { describe, expect, it } from 'vitest';
+import { consoleSuite, expectHeading, focusedLabel, mainButton, poll } from './console/harness.ts';
+import { missingPrograms } from './support/deployment.ts';
+
+const missing = missingPrograms();
+if (missing.length && process.env.CI === 'true') throw new Error(`CI=true but the console browser test lacks: ${missing.join(', ')}`);
+if (missing.length) process.stderr.write(`\n!!!!!!!! SKIPPED: the console browser test needs ${missing.join(' and ')} !!!!!!!!\n\n`);
+
+describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx', () => {
+  const s = consoleSuite({ appConfig: { app: { name: 'Acme Notes' } } });
+
+  describe('sign-in', () => {
+    it('an admin signs in with the keyboard alone and lands on the users page; the sign-in page passes axe-core', async () => {
+      const page = await s.newPage();
+      await page.goto(s.url);
+      await expectHeading(page, 'Sign in');
+      expect(await page.title()).toBe('Sign in · Acme Notes admin');
+      await s.expectAccessible(page, 'the sign-in page');
+      await s.shots.take(page, 'sign-in');
+      // The page's heading has the focus (screen readers start there); Tab goes on to the form's fields in order.
+      expect(await focusedLabel(page)).toBe('Sign in');
+      await page.keyboard.press('Tab');
+      expect(await focusedLabel(page)).toBe('Email');
+      await page.keyboard.type(s.d.admin.email);
+      await page.keyboard.press('Tab');
+      expect(await focusedLabel(page)).toBe('Password');
+      await page.keyboard.type(s.d.admin.password);
+      await page.keyboard.press('Enter');
+      await expectHeading(page, 'Users');
+      expect(await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Audit log' }).isVisible()).toBe(true);
+    });
+
+    it('a wrong password is said, and the page stays on the sign-in form', async () => {
+      const page = await s.newPage();
+      await s.signIn(page, { email: s.d.admin.email, password: 'not the password' });
+      await poll(() => page.locator('#error').textContent()).toMatch(/password is wrong/i);
+      await expectHeading(page, 'Sign in');
+    });
+
+    it('a non-admin sees "Not allowed" and the console asks the API for no admin data', async () => {
+      const email = `plain-${Date.now()}@example.com`;
+      await s.d.createUser(email, 'plain user password');
+      const page = await s.newPage();
+      const asked: string[] = [];
+      page.on('request', (req) => asked.push(new URL(req.url()).pathname));
+      await s.signIn(page, { email, password: 'plain user password' });
+      await expectHeading(page, 'Not allowed');
+      expect(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').count()).toBe(0);
+      await page.goto(`${s.url}#/users`);
+      await expectHeading(page, 'Not allowed');
+      expect(asked.filter((p) => /\/auth\/(users|providers|work-sessions|audit|webhooks)/.test(p))).toEqual([]);
+      await s.expectAccessible(page, 'the not-allowed page');
+      await s.shots.take(page, 'not-allowed');
+      await mainButton(page, 'Sign out').click();
+      await expectHeading(page, 'Sign in');
+    });
+
+    it('dark mode from the system setting passes axe-core too, and nothing is wider than a 360 px screen', async () => {
+      const page = await s.newPage({ viewport: { width: 360, height: 780 }, dark: true });
+      await s.signIn(page);
+      await expectHeading(page, 'Users');
+      expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).not.toBe('rgb(255, 255, 255)');
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+      await s.expectAccessible(page, 'the users page in dark mode');
+      await s.shots.take(page, 'users-dark-360px');
+    });
+  });
+});

@@ -14,7 +14,7 @@ export const notMe = ({ auth }: ServerInstance) =>
     schema: {
       summary: 'Report a new-device login that was not you',
       description:
-        '204: the session that login made ends, the password stops working until a reset (a right password: 403 `password_reset_required`; a reset link is mailed), pending second steps and link flows die, API keys are revoked. 400 `invalid_token` (bad, used, or older than 7 days).',
+        '204: the session that login made ends, and every session the same device (`svc_device`) made since; the password stops working until a reset (a right password: 403 `password_reset_required`; a reset link is mailed), pending second steps and link flows die, API keys are revoked. 400 `invalid_token` (bad, used, or older than 7 days).',
       tags: ['auth'],
       body: v.strictObject({ token: v.pipe(v.string(), v.maxLength(512)) }),
     },

@@ -287,10 +287,12 @@ export class Auth {
     // Any lifecycle event since the credential was checked (a claim, a reset, a factor removed, a
     // deletion) ends this login too: the credential may be one that event took away.
     const epoch = epochOf(user);
+    // The browser's device (its svc_device cookie set here): the session's origin keeps it, for "this wasn't me".
+    const deviceHash = this.devices.identify(c);
     let current: UserDoc | null = user;
     for (let attempt = 0; attempt < 3; attempt++) {
       if (!current || epochOf(current) !== epoch || !stillValid(current)) return null;
-      const { id, session } = await this.sessions.create({ userId: current._id, isAdmin: isAdmin(current), provider, totp: totpEnabled(current) }, this.origin(c));
+      const { id, session } = await this.sessions.create({ userId: current._id, isAdmin: isAdmin(current), provider, totp: totpEnabled(current) }, { ...this.origin(c), deviceHash });
       let fresh: UserDoc | null;
       try {
         fresh = await this.users.findById(current._id);
@@ -310,7 +312,7 @@ export class Auth {
           throw err;
         }
         this.setSessionCookie(c, id);
-        await this.devices.afterLogin(c, fresh, session.hash);
+        await this.devices.afterLogin(c, fresh, session, deviceHash);
         await this.audit.record(c, {
           type: 'login.succeeded',
           actor: { type: 'user', id: fresh._id },

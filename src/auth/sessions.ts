@@ -12,6 +12,8 @@ export type { Session, SessionRecord } from '../http/env.ts';
 export interface SessionOrigin {
   ip: string;
   device: string;
+  /** SHA-256 of the browser's `svc_device` id (known devices, CONTRACT 14): "this wasn't me" ends that device's sessions. Never shown. */
+  deviceHash?: string;
 }
 
 /** A live session as its owner sees it in `GET /auth/sessions`. */
@@ -370,6 +372,23 @@ export class SessionService {
     await this.store.sRem(this.indexKey(userId), [session.hash]);
     await this.ended([session.hash]);
     return session;
+  }
+
+  /**
+   * Ends the live sessions of `userId` that `match` picks (from what `list` sees: the record and its
+   * origin); returns those that ended here.
+   */
+  async destroyWhere(userId: string, match: (session: SessionInfo) => boolean): Promise<Session[]> {
+    const picked = (await this.list(userId)).filter(match);
+    const ended: Session[] = [];
+    for (const session of picked) {
+      const deleted = await this.store.del(this.key(session.hash));
+      this.forget(session.hash);
+      if (deleted) ended.push(session);
+    }
+    if (picked.length) await this.store.sRem(this.indexKey(userId), picked.map((s) => s.hash));
+    await this.ended(ended.map((s) => s.hash));
+    return ended;
   }
 
   /**

@@ -27,13 +27,16 @@ interface NotMeRecord {
   email: string;
   /** The session the login made: it ends when the link is used. */
   sessionHash: string;
+  /** SHA-256 of that login's device id, and the login's time: the device's sessions since then end too. */
+  deviceHash?: string;
+  since?: number;
   expiresAt: number;
 }
 
 /** What the devices module needs of the auth facade (no import cycle). */
 export interface DevicesAuth {
   readonly users: Pick<UserService, 'findById' | 'advanceEpoch'>;
-  readonly sessions: Pick<SessionService, 'destroyByPublicId'>;
+  readonly sessions: Pick<SessionService, 'destroyWhere'>;
   readonly audit: Pick<AuditLog, 'record'>;
   readonly email: Pick<EmailSelfService, 'mailResetLink'>;
   revokeApiKeys(userId: string, cause: { reason: 'not_me'; c: Context<AppEnv> }): Promise<void>;
@@ -44,7 +47,7 @@ export interface DevicesAuth {
  * 1 year, a random id; `__Host-` with `auth.cookie.hostPrefix`); svc keeps, per user, the SHA-256 of
  * the last 20 device ids that logged in. A login from a device not on a non-empty list mails the user
  * (off the request path) the time, the device, the IP and a "this wasn't me" link; `POST /auth/not-me`
- * with its token ends that login's session, locks password login until a reset, mails a reset link,
+ * with its token ends that login's session and the device's later ones, locks password login until a reset, mails a reset link,
  * moves the credentials epoch and revokes API keys. A cookie from another user's browser is simply not
  * on this user's list: it can never suppress this user's notice.
  */
@@ -73,6 +76,15 @@ export class KnownDevices {
     return `${this.config.auth.store.keyPrefix}not-me:${sha256hex(token)}`;
   }
 
+  /**
+   * For a login, before its session is made: the SHA-256 of the browser's device id (a new id when it has
+   * none, or a malformed one); the cookie is (re)set either way. The session's origin keeps the hash, so
+   * "this wasn't me" can end every session of that device.
+   */
+  identify(c: Context): string {
+    return sha256hex(this.deviceId(c));
+  }
+
   /** The browser's device id, a new one when it has none (or a malformed one); the cookie is (re)set either way. */
   private deviceId(c: Context): string {
     const held = readCookie(c, this.cookieName);
@@ -90,29 +102,29 @@ export class KnownDevices {
   }
 
   /**
-   * After a login of any method made `sessionHash`: remembers the device, and for a device new to a
-   * user who has logged in before, queues the notice. Never fails the login (a store error is logged).
+   * After a login of any method made `session` from the device `id` (`identify`): remembers the device,
+   * and for a device new to a user who has logged in before, queues the notice. Never fails the login
+   * (a store error is logged).
    */
-  async afterLogin(c: Context<AppEnv>, user: UserDoc, sessionHash: string): Promise<void> {
-    const id = sha256hex(this.deviceId(c));
+  async afterLogin(c: Context<AppEnv>, user: UserDoc, session: { hash: string; createdAt: number }, id: string): Promise<void> {
     try {
       const key = this.listKey(user._id);
       const known = JSON.parse((await this.store.get(key)) ?? '[]') as string[];
       const isNew = !known.includes(id);
       const next = [id, ...known.filter((k) => k !== id)].slice(0, MAX_KNOWN_DEVICES);
       await this.store.set(key, JSON.stringify(next), { ttl: DEVICE_COOKIE_MAX_AGE });
-      if (isNew && known.length > 0 && this.notices) this.notify(c, user, sessionHash);
+      if (isNew && known.length > 0 && this.notices) this.notify(c, user, session, id);
     } catch (err) {
       this.logger.error({ err, userId: user._id }, 'known devices: could not read or write the list of the user; no new-device notice for this login');
     }
   }
 
-  private notify(c: Context, user: UserDoc, sessionHash: string): void {
+  private notify(c: Context, user: UserDoc, session: { hash: string; createdAt: number }, deviceHash: string): void {
     const { ip, device } = requestOrigin(c, this.config.server.trustProxy);
     const time = new Date(this.now()).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
     this.mailer.later('newDevice', async () => {
       const token = randomBytes(32).toString('base64url');
-      const record: NotMeRecord = { userId: user._id, email: user.email, sessionHash, expiresAt: this.now() + NOT_ME_TTL * 1000 };
+      const record: NotMeRecord = { userId: user._id, email: user.email, sessionHash: session.hash, deviceHash, since: session.createdAt, expiresAt: this.now() + NOT_ME_TTL * 1000 };
       await this.store.set(this.tokenKey(token), JSON.stringify(record), { ttl: NOT_ME_TTL });
       const { linkBaseUrl, paths } = this.config.auth.email;
       await this.mailer.send(user.email, 'newDevice', { email: user.email, time, device, ip: ip || 'unknown', link: `${linkBaseUrl}${paths.notMe}?token=${token}`, validFor: '7 days' });
@@ -120,9 +132,10 @@ export class KnownDevices {
   }
 
   /**
-   * `POST /auth/not-me`: the token of a notice, once. Ends the session of that login, locks password
-   * login until a reset (`passwordResetRequired`, with the epoch moved in the same write: pending second
-   * steps and link flows die), revokes the user's API keys and mails a reset link.
+   * `POST /auth/not-me`: the token of a notice, once. Ends the session of that login and every session
+   * its device (the same `svc_device` id) made since, locks password login until a reset
+   * (`passwordResetRequired`, with the epoch moved in the same write: pending second steps and link
+   * flows die), revokes the user's API keys and mails a reset link.
    */
   async notMe(c: Context<AppEnv>, token: string): Promise<void> {
     const raw = await this.store.getDel(this.tokenKey(token));
@@ -132,9 +145,12 @@ export class KnownDevices {
     this.logger.warn({ userId: user._id }, 'a user said a new-device login was not them: its session ends, password login is locked until a reset');
     try {
       await this.auth.users.advanceEpoch(user._id, { $set: { passwordResetRequired: true } });
-      const sessionId = publicSessionId(record.sessionHash);
-      if (await this.auth.sessions.destroyByPublicId(user._id, sessionId)) {
-        await this.auth.audit.record(c, { type: 'session.revoked', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, sessionId, details: { reason: 'not_me' } });
+      // That login's session, and what the same device made since (the attacker logging in again from
+      // the same browser: a known device by then, so no notice of its own).
+      const sameDevice = (s: { hash: string; createdAt: number; deviceHash?: string }) =>
+        s.hash === record.sessionHash || (record.deviceHash !== undefined && s.deviceHash === record.deviceHash && s.createdAt >= (record.since ?? Infinity));
+      for (const ended of await this.auth.sessions.destroyWhere(user._id, sameDevice)) {
+        await this.auth.audit.record(c, { type: 'session.revoked', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, sessionId: publicSessionId(ended.hash), details: { reason: 'not_me' } });
       }
       await this.auth.revokeApiKeys(user._id, { reason: 'not_me', c });
     } catch (err) {

@@ -131,6 +131,35 @@ describe('known devices and new-device notices', () => {
     expect((await mine.fetch('/auth/session')).status).toBe(401);
   });
 
+  it("not-me ends every session the login's device made since (a second login from the same browser too), and no other device's", async () => {
+    const user = await a.createUser();
+    const mine = browser(a);
+    expect((await mine.login(user.email, user.password)).status).toBe(200);
+    const thief = browser(a, UA.firefox);
+    const first = await thief.login(user.email, user.password);
+    expect(first.status).toBe(200);
+    // The same browser again, as a second session (another tab's jar, the same svc_device): a known device, no notice.
+    const [device] = setCookies(first, 'svc_device');
+    const again = browser(a, UA.firefox, thief.ip);
+    again.cookies.set('svc_device', device!.value);
+    expect((await again.login(user.email, user.password)).status).toBe(200);
+    await settled(a);
+    expect(notices(user.email)).toHaveLength(1);
+    expect((await thief.fetch('/auth/session')).status).toBe(200);
+    expect((await again.fetch('/auth/session')).status).toBe(200);
+
+    const token = tokenFrom(notices(user.email)[0]!, '/not-me');
+    expect((await post(browser(a), '/auth/not-me', { token })).status).toBe(204);
+    expect((await thief.fetch('/auth/session')).status).toBe(401);
+    expect((await again.fetch('/auth/session')).status).toBe(401);
+    expect((await mine.fetch('/auth/session')).status).toBe(200);
+    const revoked = await a.instance.auth.audit.query({ userId: user.id, type: 'session.revoked', limit: 50 });
+    expect(revoked.items.filter((r) => r.details.reason === 'not_me')).toHaveLength(2);
+    // The session list shows no device id (it stays in the store).
+    const listed = (await (await mine.fetch('/auth/sessions')).json()) as { items: Record<string, unknown>[] };
+    expect(Object.keys(listed.items[0]!).sort()).toEqual(['createdAt', 'current', 'device', 'id', 'ip', 'lastSeenAt']);
+  });
+
   it('after not-me the password works nowhere (step-up, its own change), and the reset link comes even past the mail cap', async () => {
     const user = await a.createUser();
     const mine = browser(a);

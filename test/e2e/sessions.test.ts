@@ -201,7 +201,10 @@ for (const [storeName, url] of [['embedded store', undefined], ['Redis', redisUr
           [`${a.keyPrefix}session:${hash}`, `${a.keyPrefix}user-sessions:${user.id}`, `${a.keyPrefix}session-origin:${hash}`, `${a.keyPrefix}known-devices:${user.id}`].sort(),
         );
         expect(JSON.parse(dump.get(`${a.keyPrefix}known-devices:${user.id}`)!)).toEqual([expect.stringMatching(/^[0-9a-f]{64}$/)]);
-        expect(Object.keys(JSON.parse(dump.get(`${a.keyPrefix}session-origin:${hash}`)!)).sort()).toEqual(['device', 'ip']);
+        // Where it came from: the IP, the browser, and the SHA-256 of its device id (the one on the known list), for not-me.
+        const origin = JSON.parse(dump.get(`${a.keyPrefix}session-origin:${hash}`)!) as Record<string, string>;
+        expect(Object.keys(origin).sort()).toEqual(['device', 'deviceHash', 'ip']);
+        expect(JSON.parse(dump.get(`${a.keyPrefix}known-devices:${user.id}`)!)).toEqual([origin.deviceHash]);
         for (const [key, value] of dump) {
           expect(key).not.toContain(id);
           expect(value).not.toContain(id);

@@ -27,7 +27,7 @@ export interface DeliveryDoc {
   lastStatusCode: number | null;
   /** ISO 8601 while another attempt is due, else null. */
   nextAttemptAt: string | null;
-  /** ISO 8601: when the delivery was queued. */
+  /** ISO 8601: when the event happened, and so was queued (its `timestamp`). */
   at: string;
   updatedAt: string;
   /** Why the last attempt failed (status code, timeout, refused address...), for operators. */
@@ -46,6 +46,22 @@ export function toPublicDelivery(doc: DeliveryDoc) {
   return { eventId: doc.eventId, type: doc.type, status: doc.status, attempts: doc.attempts, lastStatusCode: doc.lastStatusCode, nextAttemptAt: doc.nextAttemptAt, at: doc.at };
 }
 
+/** A delivery's record before any attempt; `at` is when the event happened (it was queued then). */
+function firstRecord(webhookId: string, event: WebhookEvent, now: string): DeliveryDoc {
+  return {
+    _id: deliveryId(webhookId, event.data.id),
+    webhookId,
+    eventId: event.data.id,
+    type: event.type,
+    status: 'pending',
+    attempts: 0,
+    lastStatusCode: null,
+    nextAttemptAt: null,
+    at: event.timestamp,
+    updatedAt: now,
+  };
+}
+
 /** The outcome of one attempt, as the delivery record keeps it. */
 export interface AttemptOutcome {
   attempts: number;
@@ -55,7 +71,10 @@ export interface AttemptOutcome {
   error?: string;
 }
 
-/** The delivery records: written when an event is queued and after each attempt. */
+/**
+ * The delivery records: written after each attempt, and also when an event is queued where the queue
+ * is not durable itself (the embedded store) or could not take it (`owe`).
+ */
 export class DeliveryLog {
   private constructor(private readonly docs: Collection<DeliveryDoc>) {}
 
@@ -73,19 +92,7 @@ export class DeliveryLog {
   async owe(webhookId: string, event: WebhookEvent): Promise<boolean> {
     const now = new Date().toISOString();
     try {
-      await this.docs.insertOne({
-        _id: deliveryId(webhookId, event.data.id),
-        webhookId,
-        eventId: event.data.id,
-        type: event.type,
-        status: 'pending',
-        attempts: 0,
-        lastStatusCode: null,
-        nextAttemptAt: now,
-        at: now,
-        updatedAt: now,
-        event,
-      });
+      await this.docs.insertOne({ ...firstRecord(webhookId, event, now), nextAttemptAt: now, event });
       return true;
     } catch (err) {
       if ((err as { code?: string }).code === 'already_exists') return false;
@@ -93,8 +100,12 @@ export class DeliveryLog {
     }
   }
 
-  /** Writes an attempt's outcome; false when the delivery is gone (its endpoint was deleted). */
-  async attempted(id: string, outcome: AttemptOutcome): Promise<boolean> {
+  /**
+   * Writes an attempt's outcome; false when the delivery is gone (its endpoint was deleted). `first`:
+   * no record was written before the attempt (a queue that is durable itself, Redis): the record is
+   * made now, in one write instead of two.
+   */
+  async attempted(id: string, outcome: AttemptOutcome, first?: { webhookId: string; event: WebhookEvent }): Promise<boolean> {
     const $set: Record<string, unknown> = {
       status: outcome.status,
       attempts: outcome.attempts,
@@ -102,6 +113,19 @@ export class DeliveryLog {
       nextAttemptAt: outcome.nextAttemptAt?.toISOString() ?? null,
       updatedAt: new Date().toISOString(),
     };
+    if (first) {
+      // Still pending: the event stays in the record, so a start can queue it again (Redis lost the job).
+      const doc: DeliveryDoc = { ...firstRecord(first.webhookId, first.event, $set.updatedAt as string), ...($set as Pick<DeliveryDoc, 'status' | 'attempts' | 'lastStatusCode' | 'nextAttemptAt'>) };
+      if (outcome.error) doc.lastError = outcome.error;
+      if (outcome.status === 'pending') doc.event = first.event;
+      try {
+        await this.docs.insertOne(doc);
+        return true;
+      } catch (err) {
+        // Written meanwhile (queued again after a failed enqueue): an update, as below.
+        if ((err as { code?: string }).code !== 'already_exists') throw err;
+      }
+    }
     if (outcome.error) $set.lastError = outcome.error;
     const update = outcome.status === 'pending' ? { $set } : { $set, $unset: { event: true as const, ...(outcome.error ? {} : { lastError: true as const }) } };
     return (await this.docs.updateOne({ _id: id }, update)) !== null;

@@ -44,6 +44,8 @@ export class WebhookEndpoints {
   private loading?: { promise: Promise<WebhookDoc[]>; generation: number };
   /** Moves on each local change: a load that started before it is not kept. */
   private generation = 0;
+  /** Secrets opened, by endpoint id and sealed value (a sealed value opens under its own endpoint's id only). */
+  private readonly opened = new Map<string, string>();
 
   private constructor(
     private readonly docs: Collection<WebhookDoc>,
@@ -109,9 +111,16 @@ export class WebhookEndpoints {
     this.changed();
   }
 
-  /** The secret in clear, to sign a delivery. */
+  /** The secret in clear, to sign a delivery (opened once per sealed value, not per delivery). */
   secretOf(doc: WebhookDoc): string {
-    return this.secrets.open(doc.secret, sealedAs(doc._id));
+    const key = `${doc._id} ${doc.secret}`;
+    let secret = this.opened.get(key);
+    if (secret === undefined) {
+      secret = this.secrets.open(doc.secret, sealedAs(doc._id));
+      if (this.opened.size >= 1000) this.opened.clear();
+      this.opened.set(key, secret);
+    }
+    return secret;
   }
 
   /** The active endpoints subscribed to `type` (from memory; see ENDPOINT_CACHE_MS). */

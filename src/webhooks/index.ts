@@ -1,9 +1,9 @@
 /**
- * Signed webhooks (CONTRACT 13, docs/events.md): each audit record whose type an active endpoint
- * subscribes to is queued for it once, by the instance that wrote the record, and delivered off the
- * request path (the request waits for the queueing only) by one instance of the cluster: a BullMQ
- * worker on Redis, or this process's own timers with the embedded store. Each attempt is written to
- * the endpoint's delivery records, which the deliveries route lists and `svc doctor` reads.
+ * Signed webhooks (CONTRACT 13, docs/events.md): each audit record whose type active endpoints
+ * subscribe to is queued once for them (one job per event), by the instance that wrote the record, and
+ * delivered off the request path (the request waits for the queueing only) by one instance of the
+ * cluster: a BullMQ worker on Redis, or this process's own timers with the embedded store. Each attempt
+ * is written to the endpoint's delivery records, which the deliveries route lists and `svc doctor` reads.
  */
 import type { AuditActor, AuditRecord } from '../audit/record.ts';
 import { uuidv7 } from '../audit/record.ts';
@@ -15,7 +15,7 @@ import type { Logger } from '../logger.ts';
 import type { Store } from '../store/index.ts';
 import { RedisStore } from '../store/redis.ts';
 import { deliveryId, DeliveryLog, type WebhookEvent } from './deliveries.ts';
-import { WebhookEndpoints, type WebhookDoc } from './endpoints.ts';
+import { WebhookEndpoints } from './endpoints.ts';
 import { MemoryDeliveryQueue } from './memory-queue.ts';
 import type { AttemptOutcome, DeliveryJob, DeliveryQueue } from './queue.ts';
 import { RedisDeliveryQueue } from './redis-queue.ts';
@@ -87,12 +87,12 @@ export class Webhooks {
     return 1 + this.schedule.length;
   }
 
-  /** Queues `record` for each active endpoint subscribed to its type (an audit listener). */
+  /** Queues `record` for the active endpoints subscribed to its type, as one job (an audit listener). */
   async publish(record: AuditRecord): Promise<void> {
     const targets = await this.endpoints.subscribedTo(record.type);
     if (!targets.length) return;
     const event: WebhookEvent = { type: record.type, timestamp: record.at, data: record as unknown as WebhookEvent['data'] };
-    await Promise.all(targets.map((doc) => this.owe(doc, event)));
+    await this.owe(targets.map((doc) => doc._id), event);
   }
 
   /** `POST /auth/webhooks/:id/test`: a `webhook.test` event to this endpoint alone, through the same queue. */
@@ -101,7 +101,7 @@ export class Webhooks {
     const at = new Date().toISOString();
     const id = uuidv7();
     const data = { id, type: 'webhook.test', at, actor, subject: {}, details: { webhookId } };
-    await this.owe(doc, { type: 'webhook.test', timestamp: at, data }, { throwOnFailure: true });
+    await this.owe([doc._id], { type: 'webhook.test', timestamp: at, data }, { test: true, throwOnFailure: true });
     return id;
   }
 
@@ -112,48 +112,88 @@ export class Webhooks {
   }
 
   /**
-   * Records the delivery as owed, then queues it. A failure is logged (`webhook_enqueue_failed`), never
-   * the action's: a delivery whose record was written is queued again at the next start.
+   * Queues the event for `webhookIds`. On Redis the job is all: the delivery records are written at
+   * the first attempt (a record written first cost the request a database write per endpoint, for a
+   * job BullMQ keeps anyway). In process (embedded store), the records are written first: they are what
+   * a restart queues again. A failure is logged (`webhook_enqueue_failed`), never the action's: the
+   * deliveries are then recorded as owed, and queued again at the next start.
    */
-  private async owe(doc: WebhookDoc, event: WebhookEvent, { throwOnFailure = false } = {}): Promise<void> {
-    const job: DeliveryJob = { webhookId: doc._id, eventId: event.data.id, event, done: 0, ...(event.type === 'webhook.test' ? { test: true } : {}) };
+  private async owe(webhookIds: string[], event: WebhookEvent, { test = false, throwOnFailure = false } = {}): Promise<void> {
+    const job: DeliveryJob = { webhookIds, eventId: event.data.id, event, done: 0, ...(test ? { test: true } : {}) };
     try {
-      if (!(await this.deliveries.owe(doc._id, event))) return;
+      if (!this.queue.durable) {
+        const owed = await Promise.all(webhookIds.map((id) => this.deliveries.owe(id, event)));
+        job.webhookIds = webhookIds.filter((_, i) => owed[i]);
+        if (!job.webhookIds.length) return;
+      }
       await this.queue.add(job, 0);
     } catch (err) {
-      this.deps.logger.error({ err, code: 'webhook_enqueue_failed', webhookId: doc._id, eventId: job.eventId, type: event.type }, 'webhook_enqueue_failed: a webhook delivery could not be queued (it is queued again at the next start if its record was written)');
+      this.deps.logger.error({ err, code: 'webhook_enqueue_failed', webhookIds, eventId: job.eventId, type: event.type }, 'webhook_enqueue_failed: a webhook delivery could not be queued (it is queued again at the next start if its record was written)');
+      if (this.queue.durable) {
+        await Promise.all(webhookIds.map((id) => this.deliveries.owe(id, event))).catch((e: unknown) =>
+          this.deps.logger.error({ err: e, webhookIds, eventId: job.eventId }, 'the owed webhook deliveries could not be recorded either: they are lost'),
+        );
+      }
       if (throwOnFailure) throw err;
     }
   }
 
-  /** Queues again what is owed (the embedded queue's durability; on Redis, a delivery whose queueing failed). */
+  /**
+   * Queues again what is owed, one job per event (the embedded queue's durability; on Redis, deliveries
+   * whose queueing failed, or that Redis lost; a job still in Redis is the same job and stays one).
+   */
   private async resume(): Promise<void> {
     const now = Date.now();
     const owed = await this.deliveries.pending(RESUME_LIMIT);
+    const jobs = new Map<string, { job: DeliveryJob; due: number }>();
     for (const doc of owed) {
       if (!doc.event) continue;
-      const job: DeliveryJob = { webhookId: doc.webhookId, eventId: doc.eventId, event: doc.event, done: doc.attempts, ...(doc.type === 'webhook.test' ? { test: true } : {}) };
       const due = doc.nextAttemptAt ? Date.parse(doc.nextAttemptAt) - now : 0;
-      await this.queue.add(job, due).catch((err: unknown) => this.deps.logger.error({ err, webhookId: doc.webhookId, eventId: doc.eventId }, 'an owed webhook delivery could not be queued again'));
+      const queued = jobs.get(doc.eventId);
+      if (queued) {
+        // The endpoints of one event had the same attempts (one job made them): the earliest due wins.
+        queued.job.webhookIds.push(doc.webhookId);
+        queued.job.done = Math.min(queued.job.done, doc.attempts);
+        queued.due = Math.min(queued.due, due);
+        continue;
+      }
+      jobs.set(doc.eventId, { job: { webhookIds: [doc.webhookId], eventId: doc.eventId, event: doc.event, done: doc.attempts, ...(doc.type === 'webhook.test' ? { test: true } : {}) }, due });
+    }
+    for (const { job, due } of jobs.values()) {
+      await this.queue.add(job, due).catch((err: unknown) => this.deps.logger.error({ err, webhookIds: job.webhookIds, eventId: job.eventId }, 'an owed webhook delivery could not be queued again'));
     }
     if (owed.length) this.deps.logger.info({ deliveries: owed.length }, 'webhook deliveries still owed are queued again');
   }
 
-  /** One attempt of one delivery (both queues call this); the outcome is in the delivery record. */
+  /**
+   * Attempt `attempt` of an event to each endpoint of the job still owed it, side by side (both queues
+   * call this). `retry` when any is to be tried again: the others, done, are skipped then.
+   */
   private async attempt(job: DeliveryJob, attempt: number, signal?: AbortSignal): Promise<AttemptOutcome> {
+    const outcomes = await Promise.all(job.webhookIds.map((webhookId) => this.attemptOne(webhookId, job, attempt, signal)));
+    if (outcomes.length === 1) return outcomes[0]!;
+    for (const outcome of ['retry', 'aborted', 'delivered', 'failed'] as const) if (outcomes.includes(outcome)) return outcome;
+    return 'dropped';
+  }
+
+  /** One attempt of one delivery; the outcome is in the delivery record. */
+  private async attemptOne(webhookId: string, job: DeliveryJob, attempt: number, signal?: AbortSignal): Promise<AttemptOutcome> {
     const { logger } = this.deps;
-    const id = deliveryId(job.webhookId, job.eventId);
-    const ids = { webhookId: job.webhookId, eventId: job.eventId, type: job.event.type };
+    const id = deliveryId(webhookId, job.eventId);
+    const ids = { webhookId, eventId: job.eventId, type: job.event.type };
     const record = await this.deliveries.get(id);
-    // Gone with its endpoint, or already made (a job run twice): nothing to send.
-    if (!record || record.status !== 'pending') return 'dropped';
-    const endpoint = await this.endpoints.current(job.webhookId);
+    // Already made (a job run again, for another endpoint or after a stall): nothing to send.
+    if (record && record.status !== 'pending') return 'dropped';
+    const endpoint = await this.endpoints.current(webhookId);
     if (!endpoint) {
-      await this.deliveries.forget(id);
+      // Gone, with its records.
+      if (record) await this.deliveries.forget(id);
       return 'dropped';
     }
+    // No record yet: this is the delivery's first attempt on a durable queue; the record is made with its outcome.
+    const first = record ? undefined : { webhookId, event: job.event };
     if (!endpoint.active && !job.test) {
-      await this.deliveries.attempted(id, { attempts: attempt - 1, status: 'failed', statusCode: null, nextAttemptAt: null, error: 'the endpoint was deactivated' });
+      await this.deliveries.attempted(id, { attempts: attempt - 1, status: 'failed', statusCode: null, nextAttemptAt: null, error: 'the endpoint was deactivated' }, first);
       return 'failed';
     }
     let secret: string;
@@ -161,19 +201,19 @@ export class Webhooks {
       secret = this.endpoints.secretOf(endpoint);
     } catch (err) {
       logger.error({ ...ids, err: (err as Error).message, code: 'webhook_delivery_failed' }, 'webhook_delivery_failed: the endpoint\'s secret cannot be opened (SVC_SECRET_ENCRYPTION_KEY)');
-      await this.deliveries.attempted(id, { attempts: attempt - 1, status: 'failed', statusCode: null, nextAttemptAt: null, error: 'the secret cannot be opened' });
+      await this.deliveries.attempted(id, { attempts: attempt - 1, status: 'failed', statusCode: null, nextAttemptAt: null, error: 'the secret cannot be opened' }, first);
       return 'failed';
     }
     const result = await sendWebhook({ url: endpoint.url, secret, id: job.eventId, body: JSON.stringify(job.event), allowInsecure: this.allowInsecure, timeoutMs: this.deliveryTimeoutMs, signal });
     if (signal?.aborted) return 'aborted';
     if (result.delivered) {
-      const kept = await this.deliveries.attempted(id, { attempts: attempt, status: 'delivered', statusCode: result.statusCode, nextAttemptAt: null });
+      const kept = await this.deliveries.attempted(id, { attempts: attempt, status: 'delivered', statusCode: result.statusCode, nextAttemptAt: null }, first);
       if (attempt > 1) logger.info({ ...ids, attempt, statusCode: result.statusCode }, 'webhook delivered after retrying');
       return kept ? 'delivered' : 'dropped';
     }
     const last = attempt >= this.totalAttempts;
     const nextAttemptAt = last ? null : new Date(Date.now() + (this.schedule[attempt - 1] ?? 0) * 1000);
-    const kept = await this.deliveries.attempted(id, { attempts: attempt, status: last ? 'failed' : 'pending', statusCode: result.statusCode, nextAttemptAt, error: result.error });
+    const kept = await this.deliveries.attempted(id, { attempts: attempt, status: last ? 'failed' : 'pending', statusCode: result.statusCode, nextAttemptAt, error: result.error }, first);
     if (!kept) return 'dropped';
     const detail = { ...ids, url: endpoint.url, attempt, of: this.totalAttempts, statusCode: result.statusCode, error: result.error };
     if (last) logger.error({ ...detail, code: 'webhook_delivery_failed' }, `webhook_delivery_failed: ${result.error ?? 'failed'}; no attempts left`);

@@ -13,6 +13,7 @@ const RUN_AGAIN_MS = 30_000;
  * killed is made after the restart. One process only, as the embedded database is.
  */
 export class MemoryDeliveryQueue implements DeliveryQueue {
+  readonly durable = false;
   /** Jobs waiting for their time, by job id: a job queued twice is one job. */
   private readonly timers = new Map<string, NodeJS.Timeout>();
   /** Jobs whose time came, waiting for a free slot. */
@@ -53,7 +54,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
         .catch((err: unknown) => {
           // The database could not be read or written (it is down): the same attempt again a little later.
           this.running.delete(id);
-          this.logger.error({ err, webhookId: job.webhookId, eventId: job.eventId }, `a webhook delivery attempt could not run; trying again in ${RUN_AGAIN_MS / 1000} s`);
+          this.logger.error({ err, webhookIds: job.webhookIds, eventId: job.eventId }, `a webhook delivery attempt could not run; trying again in ${RUN_AGAIN_MS / 1000} s`);
           void this.add(job, RUN_AGAIN_MS);
         })
         .finally(() => this.next());

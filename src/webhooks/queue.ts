@@ -1,8 +1,15 @@
 import type { WebhookEvent } from './deliveries.ts';
 
-/** One event owed to one endpoint, as the queue carries it (never the secret: the worker reads it). */
+/**
+ * One event owed to the endpoints it names, as the queue carries it (never a secret: the worker reads
+ * it). One job per event, not per endpoint: an event's deliveries are queued, taken, and finished
+ * together, which halves the queue's work with two endpoints (a job costs several Redis scripts and
+ * their parsing on the instance). Each endpoint keeps its own delivery record, so an endpoint that
+ * was delivered is skipped when the job runs again for another that failed.
+ */
 export interface DeliveryJob {
-  webhookId: string;
+  /** The endpoints owed the event: each one subscribed when it was written, or one (a test event). */
+  webhookIds: string[];
   eventId: string;
   event: WebhookEvent;
   /** Attempts made before this job was queued (a delivery queued again at start-up); usually 0. */
@@ -11,12 +18,16 @@ export interface DeliveryJob {
   test?: boolean;
 }
 
-/** What an attempt came to: the queue retries on `retry` only. */
+/**
+ * What an attempt came to: the queue retries on `retry` only. For a job of several endpoints, `retry`
+ * when any of them is to be tried again (the others are done and skipped then).
+ */
 export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'dropped' | 'aborted';
 
 /**
- * Makes attempt `attempt` (1-based, counting the attempts of `job.done`) and records it in the
- * delivery record; `signal` ends it early at shutdown (`aborted`: not made, not recorded).
+ * Makes attempt `attempt` (1-based, counting the attempts of `job.done`) to each endpoint of the job
+ * still owed it, and records each in its delivery record; `signal` ends it early at shutdown
+ * (`aborted`: not made, not recorded).
  */
 export type AttemptRunner = (job: DeliveryJob, attempt: number, signal?: AbortSignal) => Promise<AttemptOutcome>;
 
@@ -26,11 +37,16 @@ export type AttemptRunner = (job: DeliveryJob, attempt: number, signal?: AbortSi
  * retries on the same schedule: retry n comes `retryDelayMs(n)` after attempt n.
  */
 export interface DeliveryQueue {
+  /**
+   * True when the queue itself outlives the process (Redis): a delivery needs no record before its
+   * first attempt. False (in process): the delivery records are what a restart queues again.
+   */
+  readonly durable: boolean;
   /** Queues `job`, its next attempt after `delayMs`; a job queued twice is one job. */
   add(job: DeliveryJob, delayMs: number): Promise<void>;
   /** Stops taking jobs and ends (or lets finish) the attempts under way. */
   close(): Promise<void>;
 }
 
-/** The job id of a delivery: one per endpoint and event (BullMQ refuses `:` in custom ids). */
-export const jobId = (job: Pick<DeliveryJob, 'webhookId' | 'eventId'>) => `${job.webhookId}.${job.eventId}`;
+/** The job id of an event's deliveries: the event id (one job per event, however often it is queued). */
+export const jobId = (job: Pick<DeliveryJob, 'eventId'>) => job.eventId;

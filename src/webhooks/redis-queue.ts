@@ -44,6 +44,7 @@ export interface RedisQueueOptions {
 }
 
 export class RedisDeliveryQueue implements DeliveryQueue {
+  readonly durable = true;
   private constructor(
     private readonly queue: Queue<DeliveryJob>,
     private readonly worker: Worker<DeliveryJob>,

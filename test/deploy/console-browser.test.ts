@@ -6,6 +6,11 @@
 
 import { describe, expect, it } from 'vitest';
 import { consoleSuite, expectHeading, focusedLabel, mainButton, poll } from './console/harness.ts';
+import { eventsTests } from './console/events.ts';
+import { pluginsTests } from './console/plugins.ts';
+import { providersTests } from './console/providers.ts';
+import { usersTests } from './console/users.ts';
+import { workSessionsTests } from './console/work-sessions.ts';
 import { missingPrograms } from './support/deployment.ts';
 
 const missing = missingPrograms();
@@ -71,4 +76,10 @@ describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx'
       await s.shots.take(page, 'users-dark-360px');
     });
   });
+
+  describe('users', () => usersTests(s));
+  describe('sign-in providers', () => providersTests(s));
+  describe('work sessions', () => workSessionsTests(s));
+  describe('audit log and webhooks', () => eventsTests(s));
+  describe('cache list and CLI jobs', () => pluginsTests(s));
 });

@@ -34,6 +34,23 @@ export const ADMIN_SCOPE = 'auth:admin';
 const KEY_PATTERN = /^svc_[A-Za-z0-9_-]{43}$/;
 /** `<pluginKey>:<action>`. */
 export const SCOPE_PATTERN = /^[a-z0-9_]+:[a-z0-9_.-]+$/;
+/** The `<action>` of a scope. */
+const ACTION_PATTERN = /^[a-z0-9_.-]+$/;
+
+/**
+ * Why the plugin keyed `pluginKey` (its folder, or its npm package name) may not declare `scope`, or
+ * null when it may: a plugin's scopes are `<its key>:<action>` (lowercase letters, digits, `_`, `.`,
+ * `-`); `auth:admin` is svc's own, and another plugin's key is that plugin's.
+ */
+export function pluginScopeProblem(pluginKey: string, scope: string): string | null {
+  const example = `"${pluginKey}:read"`;
+  if (scope === ADMIN_SCOPE) return `it declares the scope "${ADMIN_SCOPE}", which is svc's own: a route for administrators takes authenticate({ admin: true }), which asks a key for ${ADMIN_SCOPE} itself`;
+  const colon = scope.indexOf(':');
+  if (colon < 0) return `it declares the scope "${scope}", which is not <pluginKey>:<action>: this plugin's scopes are "${pluginKey}:<action>", e.g. ${example}`;
+  if (scope.slice(0, colon) !== pluginKey) return `it declares the scope "${scope}", which belongs to "${scope.slice(0, colon)}": this plugin's scopes are "${pluginKey}:<action>", e.g. ${example}`;
+  if (!ACTION_PATTERN.test(scope.slice(colon + 1))) return `it declares the scope "${scope}": the action after "${pluginKey}:" must be lowercase letters, digits, "_", "." or "-", e.g. ${example}`;
+  return null;
+}
 /** A key's `prefix`: what its owner sees of it in lists (`svc_` and the first 8 characters). */
 const PREFIX_LENGTH = 12;
 /** A never-expiring record stays in the store this long unused (it is read back from the database after). */
@@ -166,9 +183,26 @@ export class ApiKeyService {
     return this.cache && { prefix: this.key(''), cache: this.cache };
   }
 
-  /** Scopes that routes declare (`authenticate({scopes})`, `defineRoute({scopes})`). */
+  /** Scopes that routes declare (`authenticate({scopes})`, `defineRoute({scopes})`); while a plugin loads, checked as its own. */
   declare(scopes: Iterable<string>): void {
-    for (const scope of scopes) this.declared.add(scope);
+    for (const scope of scopes) {
+      const problem = this.loading === undefined ? null : pluginScopeProblem(this.loading, scope);
+      if (problem) throw new Error(problem); // thrown where the plugin asks: its file and line in the message
+      this.declared.add(scope);
+    }
+  }
+
+  /** The plugin whose factory runs now (`whileLoading`): what it declares must be its own scopes. */
+  private loading: string | undefined;
+
+  /** Runs a plugin's factory (the loader runs one at a time): each scope it declares meanwhile is checked (`pluginScopeProblem`). */
+  async whileLoading<T>(pluginKey: string, run: () => Promise<T>): Promise<T> {
+    this.loading = pluginKey;
+    try {
+      return await run();
+    } finally {
+      this.loading = undefined;
+    }
   }
 
   /** The scopes a new key may ask for, sorted (`auth:admin` for admins). */

@@ -6,7 +6,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../http/env.ts';
 import { AppError } from '../http/errors.ts';
-import { defineRoute, mountRoutes } from '../http/route.ts';
+import { pluginScopeProblem } from '../auth/api-keys.ts';
+import { defineRoute, mountRoutes, routesOf } from '../http/route.ts';
 import type { ServerInstance } from '../instance.ts';
 import type { Logger } from '../logger.ts';
 import { defaultExport, namedExport } from '../typescript.ts';
@@ -215,12 +216,17 @@ export async function loadPlugins(instance: ServerInstance): Promise<LoadedPlugi
       const slow = setTimeout(() => instance.logger.warn({ plugin: c.key }, `plugin "${c.key}" has not finished loading after ${SLOW_FACTORY_MS / 1000} s: start-up waits for its factory`), SLOW_FACTORY_MS);
       let app: Awaited<ReturnType<typeof factory>>;
       try {
-        app = await factory({ ...instance, http: pluginHttp, plugin: { key: c.key, prefix: c.prefix, options } });
+        // The scopes it gives `authenticate({scopes})` are checked as it declares them, those of its `defineRoute`s below.
+        app = await instance.auth.apiKeys.whileLoading(c.key, async () => factory({ ...instance, http: pluginHttp, plugin: { key: c.key, prefix: c.prefix, options } }));
       } finally {
         clearTimeout(slow);
       }
       if (typeof app?.fetch !== 'function' || !Array.isArray(app.routes)) {
         throw new Error('its factory did not return a Hono app');
+      }
+      for (const scope of new Set(routesOf(app).flatMap((r) => r.scopes ?? []))) {
+        const problem = pluginScopeProblem(c.key, scope);
+        if (problem) throw new Error(problem);
       }
       loaded.push({ key: c.key, prefix: c.prefix, source: c.source, app, seeds: namedExport(mod, 'seeds') as PluginSeeds | undefined });
       instance.logger.info({ plugin: c.key, prefix: c.prefix }, 'plugin loaded');

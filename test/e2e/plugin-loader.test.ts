@@ -67,6 +67,35 @@ describe('plugin loader', () => {
     expect(svc.stderr()).toContain(`plugin "acme__typo" (${path.join(root, 'plugins/acme__typo')}) failed to load: Unexpected token ';' (at ${path.join(root, 'plugins/acme__typo/index.js')}:2)`);
   });
 
+  it("the API key scopes a plugin declares are its own <pluginKey>:<action>: auth:admin, another plugin's key or a bad action stops start-up naming the plugin and the scope", async () => {
+    const hooked = (scope: string) =>
+      `import { Hono } from 'hono';\nexport default (instance) => new Hono().get('/x', instance.auth.authenticate({ scopes: [${JSON.stringify(scope)}] }), (c) => c.json({}));\n`;
+    const routed = (scope: string) =>
+      "import { Hono } from 'hono';\nexport default (instance) => {\n  const app = new Hono();\n" +
+      `  instance.http.mountRoutes(app, [instance.http.defineRoute({ method: 'GET', path: '/x', scopes: [${JSON.stringify(scope)}], onRequest: instance.auth.authenticate(), schema: { summary: 'x' }, handler: (c) => c.json({}) })]);\n` +
+      '  return app;\n};\n';
+    const cases: [string, RegExp][] = [
+      ['auth:admin', /plugin "acme__keys" .* failed to load: it declares the scope "auth:admin", which is svc's own: .*authenticate\(\{ admin: true \}\)/],
+      ['svc__todo:read', /plugin "acme__keys" .* failed to load: it declares the scope "svc__todo:read", which belongs to "svc__todo": this plugin's scopes are "acme__keys:<action>"/],
+      ['read', /plugin "acme__keys" .* failed to load: it declares the scope "read", which is not <pluginKey>:<action>/],
+      ['acme__keys:Read All', /plugin "acme__keys" .* failed to load: it declares the scope "acme__keys:Read All": the action after "acme__keys:" must be lowercase/],
+    ];
+    for (const [scope, error] of cases) {
+      for (const [how, source] of [['authenticate', hooked(scope)], ['defineRoute', routed(scope)]]) {
+        const root = appWith({ 'plugins/acme__keys/index.js': source });
+        await expect(createTestApp({ env: { SVC_APP_PATH: root } }), `${scope} (${how})`).rejects.toThrow(error);
+      }
+    }
+    // Its own scopes load, and a key may hold them.
+    const root = appWith({ 'plugins/acme__keys/index.js': hooked('acme__keys:read'), 'plugins/acme__more/index.js': routed('acme__more:export.csv') });
+    const t = await createTestApp({ env: { SVC_APP_PATH: root } });
+    try {
+      expect(t.instance.auth.apiKeys.knownScopes()).toEqual(expect.arrayContaining(['acme__keys:read', 'acme__more:export.csv']));
+    } finally {
+      await t.close();
+    }
+  });
+
   it('a module without a default factory, or a factory returning something else, stops start-up', async () => {
     const noDefault = appWith({ 'plugins/acme__nodefault/index.js': 'export const x = 1;\n' });
     await expect(createTestApp({ env: { SVC_APP_PATH: noDefault } })).rejects.toThrow(/acme__nodefault.*no default export/);

@@ -240,13 +240,20 @@ export function createClient(options: ClientOptions = {}) {
     requestMagicLink: (email: string, captchaToken?: string) => call('requestMagicLink', { body: captchaToken === undefined ? { email } : { email, captchaToken } }),
     verifyMagicLink: (token: string) => call('verifyMagicLink', { body: { token } }),
 
-    // Admin (3, 5)
+    // Admin (3, 5, 6)
     admin: {
       listUsers: (query: { offset?: number; limit?: number; email?: string } = {}) => call('listUsers', { query }),
       getUser: (id: string) => call('getUser', { params: { id } }),
       createUser: (body: Bodies['createUser']) => call('createUser', { body }),
       updateUser: (id: string, body: Bodies['updateUser']) => call('updateUser', { params: { id }, body }),
       deleteUser: (id: string) => call('deleteUser', { params: { id } }),
+      /** A user's live sessions, newest first (public ids, as `sessions`). */
+      userSessions: (id: string) => call('userSessions', { params: { id } }),
+      endUserSession: (id: string, sessionId: string) => call('endUserSession', { params: { id, sessionId } }),
+      /** Ends every session of the user (API keys stay). */
+      endUserSessions: (id: string) => call('endUserSessions', { params: { id } }),
+      /** Password set or not, TOTP on or off, passkeys, connected OAuth accounts. */
+      userWaysIn: (id: string) => call('userWaysIn', { params: { id } }),
       userApiKeys: (id: string) => call('userApiKeys', { params: { id } }),
       deleteUserApiKey: (id: string, keyId: string) => call('deleteUserApiKey', { params: { id, keyId } }),
       availableProviders: () => call('availableProviders'),
@@ -254,6 +261,14 @@ export function createClient(options: ClientOptions = {}) {
       createProvider: (body: Bodies['createProvider']) => call('createProvider', { body }),
       updateProvider: (id: string, body: Bodies['updateProvider']) => call('updateProvider', { params: { id }, body }),
       deleteProvider: (id: string) => call('deleteProvider', { params: { id } }),
+      /** svc's server requests the provider (OpenID discovery document, or the authorization URL) and says how it went. */
+      testProvider: (id: string) => call('testProvider', { params: { id } }),
+      /** Work sessions (guest links, CONTRACT 6). */
+      createWorkSession: (body: Bodies['createWorkSession']) => call('createWorkSession', { body }),
+      listWorkSessions: (query: { offset?: number; limit?: number } = {}) => call('listWorkSessions', { query }),
+      getWorkSession: (id: string) => call('getWorkSession', { params: { id } }),
+      updateWorkSession: (id: string, body: Bodies['updateWorkSession']) => call('updateWorkSession', { params: { id }, body }),
+      deleteWorkSession: (id: string) => call('deleteWorkSession', { params: { id } }),
       /** The audit log: `type` may end in `.*`; `since`/`until` ISO 8601. */
       audit: (query: { userId?: string; type?: string; since?: string; until?: string; cursor?: string; limit?: number } = {}) => call('audit', { query }),
       /** Adds a webhook endpoint; keep the answer's `secret` (shown once) for the receiver. */

@@ -27,6 +27,10 @@ export const routes = {
   getUser: ['GET', '/auth/users/:id'],
   updateUser: ['PATCH', '/auth/users/:id'],
   deleteUser: ['DELETE', '/auth/users/:id'],
+  userSessions: ['GET', '/auth/users/:id/sessions'],
+  endUserSession: ['DELETE', '/auth/users/:id/sessions/:sessionId'],
+  endUserSessions: ['DELETE', '/auth/users/:id/sessions'],
+  userWaysIn: ['GET', '/auth/users/:id/ways-in'],
   // 5. OAuth
   oauthProviders: ['GET', '/auth/oauth/providers'],
   returnToCsrf: ['GET', '/auth/oauth/return-to/csrf'],
@@ -41,6 +45,13 @@ export const routes = {
   createProvider: ['POST', '/auth/providers'],
   updateProvider: ['PATCH', '/auth/providers/:id'],
   deleteProvider: ['DELETE', '/auth/providers/:id'],
+  testProvider: ['POST', '/auth/providers/:id/test'],
+  // 6. Work sessions (admin)
+  createWorkSession: ['POST', '/auth/work-sessions'],
+  listWorkSessions: ['GET', '/auth/work-sessions'],
+  getWorkSession: ['GET', '/auth/work-sessions/:id'],
+  updateWorkSession: ['PATCH', '/auth/work-sessions/:id'],
+  deleteWorkSession: ['DELETE', '/auth/work-sessions/:id'],
   // 13. Audit log
   audit: ['GET', '/auth/audit'],
   activity: ['GET', '/auth/account/activity'],
@@ -146,6 +157,15 @@ export interface OwnSession {
   device: string | null;
   current: boolean;
 }
+/** A user's session as an admin sees it (`userSessions`): `OwnSession` without `current`. */
+export type UserSession = Omit<OwnSession, 'current'>;
+/** `userWaysIn`: how a user can log in (no secret). */
+export interface WaysIn {
+  password: boolean;
+  totp: boolean;
+  passkeys: Passkey[];
+  providers: ConnectedAccount[];
+}
 export interface OAuthProvider {
   providerId: string;
   label: string;
@@ -227,6 +247,23 @@ export interface AvailableProvider {
   defaultScopes: string[];
   redirectUri: string;
   trustEmailVerified: boolean;
+}
+/** `testProvider`: what svc's server got from the provider (`checked`: the URL it requested). */
+export interface ProviderCheck {
+  ok: boolean;
+  checked: string;
+  status?: number;
+  message?: string;
+}
+/** A work session (CONTRACT 6, docs/work-sessions.md): its `id` is what a guest link carries. */
+export interface WorkSession {
+  id: string;
+  isActive: boolean;
+  expiresAt: string | null;
+  pluginData: Record<string, unknown>;
+  composition: string | null;
+  label: string | null;
+  createdAt: string;
 }
 export interface Page<T> {
   items: T[];
@@ -313,6 +350,15 @@ export interface NewProvider {
   config?: Record<string, unknown>;
 }
 
+export interface NewWorkSession {
+  /** At least one plugin key (`svc__todo`, `@scope/name`), each with what that plugin needs. */
+  pluginData: Record<string, unknown>;
+  composition?: string | null;
+  /** ISO 8601; null or absent: never expires. */
+  expiresAt?: string | null;
+  label?: string;
+}
+
 export interface NewWebhook {
   url: string;
   events: string[];
@@ -332,6 +378,8 @@ export interface Bodies {
   returnTo: { returnTo: string };
   createProvider: NewProvider;
   updateProvider: Partial<Omit<NewProvider, 'providerId' | 'type'>>;
+  createWorkSession: NewWorkSession;
+  updateWorkSession: { isActive?: boolean; expiresAt?: string | null; pluginData?: Record<string, unknown>; label?: string };
   createWebhook: NewWebhook;
   updateWebhook: { url?: string; events?: string[]; description?: string | null; active?: boolean };
   changePassword: { currentPassword: string; newPassword: string };
@@ -374,6 +422,10 @@ export interface Responses {
   getUser: User;
   updateUser: User;
   deleteUser: void;
+  userSessions: Items<UserSession>;
+  endUserSession: void;
+  endUserSessions: void;
+  userWaysIn: WaysIn;
   oauthProviders: OAuthProvider[];
   authConfig: AuthConfig;
   notMe: void;
@@ -388,6 +440,12 @@ export interface Responses {
   createProvider: ProviderDocument;
   updateProvider: ProviderDocument;
   deleteProvider: void;
+  testProvider: ProviderCheck;
+  createWorkSession: WorkSession;
+  listWorkSessions: Page<WorkSession>;
+  getWorkSession: WorkSession;
+  updateWorkSession: WorkSession;
+  deleteWorkSession: void;
   audit: AuditPage;
   activity: AuditPage;
   createWebhook: NewWebhookEndpoint;

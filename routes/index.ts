@@ -10,7 +10,7 @@ import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
 import { deletePasskey, listPasskeys, loginPasskey, passkeyLoginOptions, passkeyRegistrationOptions, registerPasskey, renamePasskey } from './auth/passkeys.ts';
 import { oauthCallback, oauthFormPostCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
-import { availableProviders, createProvider, deleteProvider, listProviders, testProvider, updateProvider } from './auth/providers.ts';
+import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
 import { login, logout, logoutAll, session } from './auth/session.ts';
 import { reauthenticate } from './auth/reauthenticate.ts';
 import { authConfig } from './auth/config.ts';
@@ -97,7 +97,6 @@ const factories = [
   createProvider,
   updateProvider,
   deleteProvider,
-  testProvider,
   createWorkSession,
   listWorkSessions,
   getWorkSession,

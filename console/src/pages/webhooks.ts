@@ -1,5 +1,177 @@
-import { page } from '../ui.ts';
+// Webhooks (CONTRACT 13, docs/events.md): the endpoints with their last delivery, adding one (its signing
+// secret shown once), enable/disable, delete, "Send test event", and an endpoint's deliveries at
+// `#/webhooks/<id>`. Adding and changing need a recent sign-in (step-up: `fresh`). svc has no route to
+// send a delivery again: a failed one is retried on its schedule, and "Send test event" checks a receiver.
 
-export async function webhooksPage(): Promise<void> {
-  page('Webhooks');
+import type { WebhookDelivery, WebhookEndpoint } from '@svc/client';
+import { actionButton, confirmAction, field, form, fresh, h, href, isNotFound, page, say, shownOnce, svc, table, when } from '../ui.ts';
+
+/** "login.failed, session.*" (commas, spaces or lines between) -> the list the API takes. */
+const typesOf = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+
+function statusOf(d: WebhookDelivery | undefined): Node | string {
+  if (!d) return 'None yet';
+  const cls = d.status === 'delivered' ? 'ok' : d.status === 'failed' ? 'bad' : '';
+  return h('span', cls ? { class: cls } : {}, `${d.status}${d.lastStatusCode ? ` (HTTP ${d.lastStatusCode})` : ''}`);
+}
+
+/** What the last attempt got: the receiver's status code, or none (no answer, timed out, refused). */
+function lastResponse(d: WebhookDelivery): string {
+  if (d.attempts === 0) return 'Not tried yet';
+  return d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : 'No answer (refused, timed out or unreachable)';
+}
+
+export async function webhooksPage(params: string[] = []): Promise<void> {
+  if (params[0]) return endpointPage(params[0]);
+  const secretSlot = h('div', {});
+  const list = h('div', {}, h('p', {}, 'Loading…'));
+
+  async function refresh(): Promise<void> {
+    const { items } = await svc.admin.listWebhooks();
+    // The last delivery of each, side by side (a few endpoints: a few requests).
+    const last = await Promise.all(items.map((w) => svc.admin.webhookDeliveries(w.id, { limit: 1 }).then((d) => d.items[0], () => undefined)));
+    list.replaceChildren(
+      table(
+        'Webhook endpoints',
+        ['URL', 'Event types', 'State', 'Last delivery', 'Actions'],
+        items.map((w, i) => [
+          h('a', { href: href('webhooks', w.id) }, w.url),
+          w.events.join(', '),
+          w.active ? 'Enabled' : 'Disabled',
+          statusOf(last[i]),
+          h('div', {}, ...endpointActions(w, refresh)),
+        ]),
+        'No webhook endpoint yet: add one above.',
+      ),
+    );
+  }
+
+  const create = form(
+    {
+      label: 'Add a webhook endpoint',
+      submit: 'Add endpoint',
+      action: async ({ url = '', events = '', description = '' }, el) => {
+        const created = await fresh(() => svc.admin.createWebhook({ url: url.trim(), events: typesOf(events), ...(description.trim() ? { description: description.trim() } : {}) }));
+        el.reset();
+        secretSlot.replaceChildren(
+          h('p', {}, `Endpoint added: ${created.url}. Receivers verify each delivery with this secret (Standard Webhooks).`),
+          shownOnce('Signing secret', created.secret),
+        );
+        say('Webhook endpoint added. Copy its signing secret now.');
+        await refresh();
+        secretSlot.querySelector('button')?.focus();
+      },
+    },
+    field('URL', { name: 'url', type: 'url', required: true, autocomplete: 'url', placeholder: 'https://example.com/hooks/svc' }),
+    field('Event types', { name: 'events', required: true, autocomplete: 'off', spellcheck: 'false', value: 'login.*' }, 'Audit record types or prefixes, separated by commas: login.failed, session.*, webhook.test'),
+    field('Description', { name: 'description', autocomplete: 'off' }, 'Optional: what the endpoint is for'),
+  );
+
+  page(
+    'Webhooks',
+    h('p', {}, 'svc posts each audit record of the chosen types to these URLs, signed (Standard Webhooks), and retries until the receiver answers 2xx.'),
+    secretSlot,
+    h('section', { 'aria-labelledby': 'wh-add' }, h('h2', { id: 'wh-add' }, 'Add an endpoint'), create),
+    h('section', { 'aria-labelledby': 'wh-list' }, h('h2', { id: 'wh-list' }, 'Endpoints'), list),
+  );
+  await refresh().catch((e: unknown) => {
+    list.replaceChildren(h('p', { class: 'empty' }, 'The endpoints could not be read.'));
+    throw e;
+  });
+}
+
+/** The buttons of an endpoint: test event, enable/disable, delete; `after` shows the result. */
+function endpointActions(w: WebhookEndpoint, after: () => Promise<void>, gone: () => void = () => void after()): HTMLElement[] {
+  return [
+    actionButton(
+      'Send test event',
+      async () => {
+        await svc.admin.testWebhook(w.id);
+        say(`A webhook.test event is queued for ${w.url}.`);
+        await after();
+      },
+      { class: 'secondary', 'aria-label': `Send test event to ${w.url}` },
+    ),
+    actionButton(
+      w.active ? 'Disable' : 'Enable',
+      async () => {
+        await fresh(() => svc.admin.updateWebhook(w.id, { active: !w.active }));
+        say(`${w.url} is ${w.active ? 'disabled: its deliveries stop' : 'enabled'}.`);
+        await after();
+      },
+      { class: 'secondary', 'aria-label': `${w.active ? 'Disable' : 'Enable'} ${w.url}` },
+    ),
+    actionButton(
+      'Delete',
+      async () => {
+        if (!(await confirmAction(`Delete the endpoint ${w.url} and its delivery records? Deliveries still owed to it are dropped.`, 'Delete endpoint'))) return;
+        await fresh(() => svc.admin.deleteWebhook(w.id));
+        say(`${w.url} is deleted.`);
+        gone();
+      },
+      { class: 'danger', 'aria-label': `Delete ${w.url}` },
+    ),
+  ];
+}
+
+/** One endpoint: what it receives, its actions, and its recent deliveries (newest first). */
+async function endpointPage(id: string): Promise<void> {
+  let endpoint: WebhookEndpoint | undefined;
+  try {
+    endpoint = (await svc.admin.listWebhooks()).items.find((w) => w.id === id);
+  } catch (e) {
+    if (!isNotFound(e)) throw e;
+  }
+  if (!endpoint) {
+    page('Webhook endpoint', h('p', {}, 'This endpoint does not exist (any more).'), h('p', {}, h('a', { href: href('webhooks') }, 'All webhook endpoints')));
+    return;
+  }
+  const w = endpoint;
+  const deliveries = h('div', {}, h('p', {}, 'Loading…'));
+  const load = async () => {
+    const { items } = await svc.admin.webhookDeliveries(id, { limit: 50 });
+    deliveries.replaceChildren(
+      table(
+        `Deliveries to ${w.url}, newest first`,
+        ['Event time', 'Type', 'Status', 'Attempts', 'Last response', 'Next attempt', 'Webhook id'],
+        items.map((d) => [when(d.at), h('code', {}, d.type), statusOf(d), String(d.attempts), lastResponse(d), when(d.nextAttemptAt), h('code', {}, d.eventId)]),
+        'No delivery yet: send a test event.',
+      ),
+    );
+  };
+  page(
+    'Webhook endpoint',
+    h('p', {}, h('a', { href: href('webhooks') }, 'All webhook endpoints')),
+    h(
+      'dl',
+      {},
+      h('dt', {}, 'URL'),
+      h('dd', {}, w.url),
+      h('dt', {}, 'Event types'),
+      h('dd', {}, w.events.join(', ')),
+      h('dt', {}, 'State'),
+      h('dd', {}, w.active ? 'Enabled' : 'Disabled'),
+      h('dt', {}, 'Description'),
+      h('dd', {}, w.description ?? '—'),
+      h('dt', {}, 'Added'),
+      h('dd', {}, when(w.createdAt)),
+    ),
+    h(
+      'div',
+      { class: 'actions' },
+      ...endpointActions(w, () => endpointPage(id), () => (location.hash = href('webhooks'))),
+    ),
+    h(
+      'section',
+      { 'aria-labelledby': 'wh-deliveries' },
+      h('h2', { id: 'wh-deliveries' }, 'Deliveries'),
+      h('p', { class: 'hint' }, 'The webhook id is the webhook-id header the receiver got (the same on every retry). A failed delivery is not sent again.'),
+      h('div', { class: 'actions' }, actionButton('Refresh deliveries', load, { class: 'secondary' })),
+      deliveries,
+    ),
+  );
+  await load().catch((e: unknown) => {
+    deliveries.replaceChildren(h('p', { class: 'empty' }, 'The deliveries could not be read.'));
+    throw e;
+  });
 }

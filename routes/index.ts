@@ -10,11 +10,12 @@ import { confirmLink, declineLink, getPendingLink } from './auth/link.ts';
 import { confirmTotp, disableTotp, enrollTotp, loginTotp } from './auth/totp.ts';
 import { deletePasskey, listPasskeys, loginPasskey, passkeyLoginOptions, passkeyRegistrationOptions, registerPasskey, renamePasskey } from './auth/passkeys.ts';
 import { oauthCallback, oauthFormPostCallback, oauthProviders, oauthStart, returnTo, returnToCsrf } from './auth/oauth.ts';
-import { availableProviders, createProvider, deleteProvider, listProviders, updateProvider } from './auth/providers.ts';
+import { availableProviders, createProvider, deleteProvider, listProviders, testProvider, updateProvider } from './auth/providers.ts';
 import { login, logout, logoutAll, session } from './auth/session.ts';
 import { reauthenticate } from './auth/reauthenticate.ts';
 import { authConfig } from './auth/config.ts';
 import { notMe } from './auth/not-me.ts';
+import { diagnostics } from './auth/diagnostics.ts';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './auth/users.ts';
 import { endUserSession, endUserSessions, listUserSessions, userWaysIn } from './auth/user-access.ts';
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, testWebhook, updateWebhook } from './auth/webhooks.ts';
@@ -77,6 +78,7 @@ const factories = [
   approveDevice,
   denyDevice,
   listAudit,
+  diagnostics,
   createWebhook,
   listWebhooks,
   updateWebhook,
@@ -97,6 +99,7 @@ const factories = [
   createProvider,
   updateProvider,
   deleteProvider,
+  testProvider,
   createWorkSession,
   listWorkSessions,
   getWorkSession,

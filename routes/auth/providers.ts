@@ -2,6 +2,7 @@ import * as arctic from 'arctic';
 import * as v from 'valibot';
 import { catalog, discoverArcticProviders } from '../../src/auth/oauth/catalog.ts';
 import { createProviderSchema, defaultTrustEmailVerified, OIDC_DEFAULT_SCOPES, patchProviderSchema, toPublicProvider } from '../../src/auth/oauth/providers.ts';
+import { checkProvider } from '../../src/auth/oauth/provider-check.ts';
 import { adminActor } from '../../src/audit/log.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
@@ -96,5 +97,28 @@ export const deleteProvider = ({ auth }: ServerInstance) =>
       await auth.providers.delete(params.id);
       await auth.audit.record(c, { type: 'provider.deleted', actor: adminActor(c), details: { providerId: params.id } });
       return c.body(null, 204);
+    },
+  });
+
+/**
+ * `POST /auth/providers/:id/test`: svc's server requests the provider once (the OpenID discovery document,
+ * or the authorization URL of an OAuth provider) and says how it went; the console's "Test" button.
+ */
+export const testProvider = ({ auth, config }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/providers/:id/test',
+    onRequest: auth.authenticate({ admin: true }),
+    schema: {
+      summary: 'Check that a provider answers (admin)',
+      description:
+        'For `type: "oidc"` reads `<issuer>/.well-known/openid-configuration` and checks it as a save does; for OAuth providers requests the authorization URL a login would use (2xx or 3xx: ok). ' +
+        'No redirect is followed; 5 s and 256 KiB at most; the provider URL rule applies. 200 `{"ok","checked","status"?,"message"?}` whatever the provider answered.',
+      tags,
+      params: providerParams,
+    },
+    handler: async (c, { params }) => {
+      const doc = await auth.providers.get(params.id);
+      return c.json(await checkProvider(doc, auth.providers.clientSecret(doc), auth.providers.issuers, config.env.allowInsecureProviderUrls));
     },
   });

@@ -24,11 +24,6 @@ const ROUTES_FILE = path.join(PROJECT_DIR, 'packages/client/src/routes.ts');
 const NOT_FOR_THE_CLIENT: Record<string, string> = {
   'GET /auth/oauth/{provider}/callback': 'the identity provider sends the browser there',
   'POST /auth/oauth/{provider}/callback': 'form_post callbacks of the identity provider',
-  'POST /auth/work-sessions': 'work sessions are CONTRACT 6 (workbench)',
-  'GET /auth/work-sessions': 'CONTRACT 6',
-  'GET /auth/work-sessions/{id}': 'CONTRACT 6',
-  'PATCH /auth/work-sessions/{id}': 'CONTRACT 6',
-  'DELETE /auth/work-sessions/{id}': 'CONTRACT 6',
   'POST /auth/asset-token': 'asset tokens are CONTRACT 6',
   'GET /auth/asset/{token}': 'CONTRACT 6 (a download URL)',
   'GET /auth/session-asset/{token}': 'CONTRACT 6 (a download URL)',
@@ -356,6 +351,11 @@ describe('@svc/client against the running app: each answer fits the client type'
     expect(log.items.map((r) => r.type)).toEqual(['provider.deleted', 'provider.updated']);
     const more = await fits('audit', admin.admin.audit({ type: 'provider.*', limit: 2, cursor: log.nextCursor! }));
     expect(more.items.map((r) => r.type)).toEqual(['provider.created']);
+    // A provider on a loopback port nobody listens on: the check answers 200 with what failed (no call leaves the machine).
+    await fits('createProvider', admin.admin.createProvider({ providerId: 'closed', type: 'custom', clientId: 'id', config: { authorizationEndpoint: 'http://127.0.0.1:9/authorize', tokenEndpoint: 'http://127.0.0.1:9/token', userInfoEndpoint: 'http://127.0.0.1:9/userinfo' } }));
+    const check = await fits('testProvider', admin.admin.testProvider('closed'));
+    expect(check).toMatchObject({ ok: false, message: expect.stringContaining('cannot be reached') });
+    await admin.admin.deleteProvider('closed');
     const own = await fits('activity', admin.activity({ limit: 1 }));
     expect(own.items[0]).toMatchObject({ type: 'login.succeeded', subject: { email: adminUser.email } });
     await expect(admin.pendingLink()).rejects.toMatchObject({ status: 404, code: 'no_pending_link' });
@@ -385,6 +385,20 @@ describe('@svc/client against the running app: each answer fits the client type'
     await fits('approveDevice', svc.approveDevice(approved));
     await fits('denyDevice', svc.denyDevice(await start()));
     await expect(svc.pendingDevice(approved)).rejects.toMatchObject({ status: 404, code: 'not_found' });
+  });
+
+  it('admin routes: work sessions', async () => {
+    const adminUser = await t.createUser({ admin: true });
+    const admin = newClient();
+    await admin.login({ email: adminUser.email, password: adminUser.password });
+    const made = await fits('createWorkSession', admin.admin.createWorkSession({ pluginData: { svc__todo: { owner: adminUser.id } }, label: 'review', expiresAt: '2030-01-31T18:00:00Z' }));
+    expect(made).toMatchObject({ isActive: true, label: 'review', composition: null, expiresAt: '2030-01-31T18:00:00.000Z' });
+    const list = await fits('listWorkSessions', admin.admin.listWorkSessions({ offset: 0, limit: 5 }));
+    expect(list.items.map((w) => w.id)).toContain(made.id);
+    await fits('getWorkSession', admin.admin.getWorkSession(made.id));
+    expect(await fits('updateWorkSession', admin.admin.updateWorkSession(made.id, { isActive: false, label: 'done' }))).toMatchObject({ isActive: false, label: 'done' });
+    await fits('deleteWorkSession', admin.admin.deleteWorkSession(made.id));
+    await expect(admin.admin.getWorkSession(made.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
   });
 
   it('admin routes: webhooks', async () => {

@@ -42,6 +42,12 @@ export interface UniqueIndex {
 export interface Collection<T extends Doc> {
   /** Throws DuplicateKeyError when a unique index (or `_id`) is violated. */
   insertOne(doc: T): Promise<T>;
+  /**
+   * Inserts several documents in one write (one append to the embedded file, one MongoDB round trip).
+   * Throws DuplicateKeyError when one violates a unique index; which of the others were inserted then
+   * is the backend's (none on the embedded database, those before it on MongoDB).
+   */
+  insertMany(docs: T[]): Promise<void>;
   findOne(filter: Filter): Promise<T | null>;
   find(filter: Filter, opts?: FindOptions): Promise<T[]>;
   count(filter: Filter): Promise<number>;

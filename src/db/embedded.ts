@@ -26,6 +26,15 @@ class NedbCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  async insertMany(docs: T[]) {
+    if (!docs.length) return;
+    try {
+      await this.ds.insertAsync(docs);
+    } catch (err) {
+      throw translate(err, this.name);
+    }
+  }
+
   findOne(filter: Filter) {
     return this.ds.findOneAsync(filter) as Promise<T | null>;
   }

@@ -236,6 +236,13 @@ class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
     });
   }
 
+  async insertMany(docs: T[]) {
+    if (!docs.length) return;
+    await this.run('write', async () => {
+      await this.c.insertMany(docs.map((doc) => ({ ...doc })));
+    });
+  }
+
   findOne(filter: Filter) {
     return this.run('read', () => this.c.findOne(filter) as Promise<T | null>);
   }

@@ -87,6 +87,20 @@ function databaseContract(name: string, open: () => Promise<Database>) {
       expect(dupId).toBeInstanceOf(DuplicateKeyError);
     });
 
+    it('insertMany writes several documents at once; a duplicate among them is DuplicateKeyError', async () => {
+      const c = await users();
+      await c.insertMany([
+        { _id: 'm1', email: 'm1@x', n: 10 },
+        { _id: 'm2', email: 'm2@x', n: 11 },
+      ]);
+      await c.insertMany([]);
+      expect((await c.find({ n: { $gte: 10 } }, { sort: { n: 1 } })).map((u) => u._id)).toEqual(['m1', 'm2']);
+      const dup = await c.insertMany([{ _id: 'm1', email: 'again@x' }]).catch((e: unknown) => e);
+      expect(dup).toBeInstanceOf(DuplicateKeyError);
+      expect((await c.findOne({ _id: 'm1' }))?.email).toBe('m1@x');
+      await c.deleteMany({ n: { $gte: 10 } });
+    });
+
     it('a compound unique index holds on the pair, not on each field', async () => {
       const c = await links();
       await c.insertOne({ _id: randomUUID(), provider: 'github', providerAccountId: '1', userId: 'u1' });

@@ -375,6 +375,12 @@ describe('@svc/client against the running app: each answer fits the client type'
     expect(items.map((k) => k.id)).toEqual([made.id, other.id]);
     await fits('userApiKeys', admin.admin.userApiKeys(user.id));
     await fits('deleteUserApiKey', admin.admin.deleteUserApiKey(user.id, other.id));
+    // A user's sessions and ways in (the console's user page).
+    const [session] = (await fits('userSessions', admin.admin.userSessions(user.id))).items;
+    expect(await fits('userWaysIn', admin.admin.userWaysIn(user.id))).toMatchObject({ password: true, totp: false });
+    await fits('endUserSession', admin.admin.endUserSession(user.id, session!.id));
+    await fits('endUserSessions', admin.admin.endUserSessions(user.id));
+    await svc.login({ email: user.email, password: user.password });
     await fits('deleteApiKey', svc.deleteApiKey(made.id));
     await expect(svc.deleteApiKey(made.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
     expect((await svc.apiKeys()).items).toEqual([]);

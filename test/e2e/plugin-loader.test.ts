@@ -81,7 +81,7 @@ describe('plugin loader', () => {
       ['acme__keys:Read All', /plugin "acme__keys" .* failed to load: it declares the scope "acme__keys:Read All": the action after "acme__keys:" must be lowercase/],
     ];
     for (const [scope, error] of cases) {
-      for (const [how, source] of [['authenticate', hooked(scope)], ['defineRoute', routed(scope)]]) {
+      for (const [how, source] of [['authenticate', hooked(scope)], ['defineRoute', routed(scope)]] as const) {
         const root = appWith({ 'plugins/acme__keys/index.js': source });
         await expect(createTestApp({ env: { SVC_APP_PATH: root } }), `${scope} (${how})`).rejects.toThrow(error);
       }

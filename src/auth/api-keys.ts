@@ -257,7 +257,11 @@ export class ApiKeyService {
     if ((await this.docs.count({ userId, ...live(new Date().toISOString()) })) >= max) throw new AppError(409, 'too_many_keys', `A user may hold at most ${max} API keys: revoke one first`);
   }
 
-  /** Runs `change` while no other key of the user is being made, on any instance (`SET NX`, 10 s at most). */
+  /**
+   * Runs `change` while no other key of the user is being made, on any instance (`SET NX`, 10 s at most).
+   * The lock holds a token of this call and goes only while it still holds it (compare-and-delete): a
+   * change that outlasted the 10 s never deletes the lock another call took since.
+   */
   private async withUserLock<T>(userId: string, change: () => Promise<T>): Promise<T> {
     const lock = `${this.config.auth.store.keyPrefix}api-key-lock:${userId}`;
     const token = randomBytes(16).toString('base64url');
@@ -268,7 +272,7 @@ export class ApiKeyService {
     try {
       return await change();
     } finally {
-      await this.store.del(lock).catch(() => {});
+      await this.store.delIfValue(lock, token).catch(() => {});
     }
   }
 

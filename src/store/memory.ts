@@ -79,6 +79,12 @@ export class MemoryStore implements Store {
     return existed;
   }
 
+  async delIfValue(key: string, value: string) {
+    if (this.string(key) !== value) return false;
+    this.data.delete(key);
+    return true;
+  }
+
   async expire(key: string, ttl: number) {
     const entry = this.live(key);
     if (!entry) return false;

@@ -52,12 +52,15 @@ const INCR_SCRIPT = "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.
  * request: its record and its per-key rate count). KEYS[1] the record, KEYS[2] the counter (one hash slot).
  */
 const GET_INCR_SCRIPT = "local n = redis.call('INCR', KEYS[2]) if n == 1 then redis.call('EXPIRE', KEYS[2], ARGV[1]) end return {redis.call('GET', KEYS[1]), n}";
+/** `delIfValue`: compare-and-delete of one key (a lock let go by its owner only). */
+const DEL_IF_SCRIPT = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
 /** The scripts, sent once and then called by hash (ioredis `defineCommand`: EVALSHA, EVAL when not cached). */
 interface Scripts {
   svcIncr(key: string, ttl: number): Promise<number>;
   svcDecr(key: string): Promise<number>;
   svcGetIncr(key: string, counter: string, ttl: number): Promise<[string | null, number]>;
+  svcDelIf(key: string, value: string): Promise<number>;
 }
 
 /**
@@ -99,6 +102,7 @@ export class RedisStore implements Store {
     this.client.defineCommand('svcIncr', { numberOfKeys: 1, lua: INCR_SCRIPT });
     this.client.defineCommand('svcDecr', { numberOfKeys: 1, lua: DECR_SCRIPT });
     this.client.defineCommand('svcGetIncr', { numberOfKeys: 2, lua: GET_INCR_SCRIPT });
+    this.client.defineCommand('svcDelIf', { numberOfKeys: 1, lua: DEL_IF_SCRIPT });
     const log = opts.logger;
     this.logger = log;
     let connectedOnce = false;
@@ -213,6 +217,10 @@ export class RedisStore implements Store {
 
   del(key: string) {
     return this.run(async () => (await this.client.del(key)) > 0);
+  }
+
+  delIfValue(key: string, value: string) {
+    return this.run(async () => (await (this.client as unknown as Scripts).svcDelIf(key, value)) === 1);
   }
 
   expire(key: string, ttl: number) {

@@ -45,6 +45,11 @@ export interface Store {
   /** Reads and deletes atomically (Redis `GETDEL`): of two concurrent callers, one gets the value. */
   getDel(key: string): Promise<string | null>;
   del(key: string): Promise<boolean>;
+  /**
+   * Deletes `key` only while it holds `value`, in one atomic step (a Lua script on Redis); returns whether
+   * it did. A lock's owner lets go of its own lock, never of one another caller took after its TTL ran out.
+   */
+  delIfValue(key: string, value: string): Promise<boolean>;
   /** Sets a TTL on an existing key; false when the key is missing. */
   expire(key: string, ttl: number): Promise<boolean>;
   /** Seconds left; -1 without expiry; -2 when missing (Redis `TTL`). */

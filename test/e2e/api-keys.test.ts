@@ -180,6 +180,30 @@ describe('POST/GET/DELETE /auth/api-keys', () => {
     await makeKey(client, { scopes: [] });
   });
 
+  it("the per-user lock goes only while it is its maker's: a lock another call took after its TTL ran out stays", async () => {
+    const a = await app();
+    const { client, user } = await loggedIn(a);
+    const store = a.instance.stores.forRole('sessions');
+    const lock = `${a.keyPrefix}api-key-lock:${user.id}`;
+    const docs = a.instance.auth.apiKeys.docs;
+    const insertOne = docs.insertOne.bind(docs);
+    // While the key is made, the lock is taken over (as by another instance once its 10 s are up).
+    docs.insertOne = async (doc) => {
+      expect(await store.get(lock)).not.toBeNull();
+      await store.set(lock, 'another maker', { ttl: 10 });
+      return insertOne(doc);
+    };
+    try {
+      await makeKey(client);
+    } finally {
+      docs.insertOne = insertOne;
+    }
+    expect(await store.get(lock)).toBe('another maker');
+    await store.del(lock);
+    await makeKey(client); // its own lock goes when it is done
+    expect(await store.get(lock)).toBeNull();
+  });
+
   it('audit: api_key.created and api_key.revoked name the key id, never the key', async () => {
     const a = await app();
     const { client, user } = await loggedIn(a);

@@ -111,6 +111,16 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       expect(await store.incr(`${p}n`, 1)).toBe(1);
     });
 
+    it('delIfValue deletes a key only while it holds the value (a lock let go by its owner only)', async () => {
+      await ready;
+      expect(await store.delIfValue(`${p}lock`, 'mine')).toBe(false);
+      await store.set(`${p}lock`, 'theirs', { ttl: 100 });
+      expect(await store.delIfValue(`${p}lock`, 'mine')).toBe(false);
+      expect(await store.get(`${p}lock`)).toBe('theirs');
+      expect(await store.delIfValue(`${p}lock`, 'theirs')).toBe(true);
+      expect(await store.get(`${p}lock`)).toBeNull();
+    });
+
     it('incrWindow counts; a new counter expires after its ttl', async () => {
       await ready;
       expect(await store.incrWindow(`${p}w:1`, 1)).toBe(1);

@@ -140,9 +140,9 @@ export class Auth {
     this.webhooks = parts.webhooks;
     this.logger = parts.logger;
     this.breachedPasswords = new BreachedPasswords(config.auth.passwords.breachCheck, parts.logger);
-    this.captcha = new CaptchaOnRisk(config, parts.logger, (email, ip) => this.loginLimit.peek(email, ip));
+    this.captcha = new CaptchaOnRisk(config, parts.logger, (email, ip) => this.loginLimit.failures(email, ip));
     this.passkeys = parts.passkeys;
-    this.loginLimit = new LoginRateLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);
+    this.loginLimit = new LoginRateLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix, this.captcha.enabled);
     this.providers = parts.providers;
     this.accounts = parts.accounts;
     this.oauth = new OAuthFlow(config, parts.stores, parts.providers, parts.accounts, this, parts.logger);
@@ -219,7 +219,7 @@ export class Auth {
   }
 
   private cookieOptions(maxAge: number): CookieOptions {
-    const { secure, sameSite, domain } = this.config.auth.cookie;
+    const { secure, sameSite, domain, partitioned } = this.config.auth.cookie;
     return {
       httpOnly: true,
       path: '/',
@@ -227,6 +227,7 @@ export class Auth {
       sameSite: sameSite === 'strict' ? 'Strict' : sameSite === 'lax' ? 'Lax' : 'None',
       maxAge,
       ...(domain ? { domain } : {}),
+      ...(partitioned ? { partitioned } : {}),
     };
   }
 
@@ -332,20 +333,50 @@ export class Auth {
    * Checks an email and password under the login limits (CONTRACT section 3): 429 past them; a
    * failure stays counted, a success clears it, an attempt that could not be judged (database down,
    * server busy) does not count. Returns the user, or null for a wrong email or password. `captcha`
-   * (`POST /auth/login`): the attempt, once counted, needs a captcha when failures came before it.
+   * (`POST /auth/login`): the attempt needs a captcha when failed logins came before it (CONTRACT 14).
+   *
+   * Only failures count toward that (captcha on risk), never a good login still being checked beside
+   * this one; yet parallel guesses must not all slip past. So: no attempts ahead (the lockout's count,
+   * taken before the check): nothing to ask. Failures ahead already risky: asked before the password is
+   * checked. Attempts ahead still in flight: the password is checked, and the answer waits on the
+   * failures as they stand then. A wrong one counts its failure (atomic INCR) and learns how many came
+   * before it, so of N parallel guesses only the first 3 to fail are told 401 (the rest
+   * `captcha_required`); a right one reads the failures again and is asked if they reached the risk.
    */
   async checkPassword(c: Context, email: string, password: string, captcha?: { token: string | undefined }): Promise<UserDoc | null> {
     const ip = clientIp(c, this.config.server.trustProxy);
     const before = await this.loginLimit.check(email, ip);
+    const judged = captcha && this.captcha.enabled && this.captcha.risky(before);
+    let solved = false;
     let user: UserDoc | null;
     try {
-      if (captcha) await this.captcha.require(c, before, captcha.token);
+      if (judged) {
+        const failures = await this.loginLimit.failures(email, ip);
+        if (this.captcha.risky(failures)) {
+          await this.captcha.require(c, failures, captcha.token);
+          solved = true;
+        }
+      }
       user = await this.users.checkPassword(email, password);
     } catch (err) {
       await this.loginLimit.release(email, ip).catch(() => {});
       throw err;
     }
-    if (user) await this.loginLimit.succeed(email, ip);
+    if (!user) {
+      const failedBefore = await this.loginLimit.fail(email, ip);
+      // Checked, and counted: a refusal here says nothing of the password.
+      if (captcha && !solved) await this.captcha.require(c, failedBefore, captcha.token);
+      return null;
+    }
+    if (judged && !solved) {
+      try {
+        await this.captcha.require(c, await this.loginLimit.failures(email, ip), captcha.token);
+      } catch (err) {
+        await this.loginLimit.release(email, ip).catch(() => {}); // a right password is no failure
+        throw err;
+      }
+    }
+    await this.loginLimit.succeed(email, ip);
     // "This wasn't me" (CONTRACT 14) locks the password itself: every route that checks one refuses it.
     if (user?.passwordResetRequired) throw passwordResetRequired();
     return user;

@@ -54,12 +54,23 @@ export class LoginRateLimit {
   constructor(
     private readonly store: Store,
     private readonly prefix: string,
+    /**
+     * Also count failures alone (captcha on risk, CONTRACT 14): the lockout's counters hold failures AND
+     * attempts still being checked, so concurrent good logins would look like failures there.
+     */
+    private readonly countFailures = false,
   ) {}
 
   private keys(email: string, ip: string) {
     const who = createHash('sha256').update(email).digest('hex').slice(0, 32);
     const subject = rateLimitSubject(ip);
-    return { pair: `${this.prefix}login-fail:${who}:${subject}`, ip: `${this.prefix}login-fail-ip:${subject}` };
+    return {
+      pair: `${this.prefix}login-fail:${who}:${subject}`,
+      ip: `${this.prefix}login-fail-ip:${subject}`,
+      // Failures only (wrong passwords), counted once each password check has said so; the same window.
+      failedPair: `${this.prefix}login-failed:${who}:${subject}`,
+      failedIp: `${this.prefix}login-failed-ip:${subject}`,
+    };
   }
 
   private refuse(key: string): Promise<never> {
@@ -81,15 +92,30 @@ export class LoginRateLimit {
       await this.giveBack(keys.ip);
       await this.refuse(keys.pair);
     }
-    // What came before this attempt (failures, and attempts still being checked): captcha on risk reads it.
+    // What came before this attempt: failures, and attempts still being checked (good ones among them).
     return { pair: pair - 1, ip: perIp - 1 };
   }
 
-  /** The counters as they stand, nothing counted (captcha on risk for routes that check no password). */
-  async peek(email: string, ip: string): Promise<{ pair: number; ip: number }> {
+  /**
+   * The failed logins (wrong passwords; never an attempt still being checked, nor a success) of an
+   * email+IP and of the IP, nothing counted: what captcha on risk judges. Zero unless `countFailures`.
+   */
+  async failures(email: string, ip: string): Promise<{ pair: number; ip: number }> {
+    if (!this.countFailures) return { pair: 0, ip: 0 };
     const keys = this.keys(email, ip);
-    const [pair, perIp] = await Promise.all([this.store.get(keys.pair), this.store.get(keys.ip)]);
+    const [pair, perIp] = await Promise.all([this.store.get(keys.failedPair), this.store.get(keys.failedIp)]);
     return { pair: Number(pair) || 0, ip: Number(perIp) || 0 };
+  }
+
+  /**
+   * A password check said no: counts the failure (one atomic INCR per counter, on every instance
+   * together) and returns the failures that came before it. The attempt stays counted in the lockout too.
+   */
+  async fail(email: string, ip: string): Promise<{ pair: number; ip: number }> {
+    if (!this.countFailures) return { pair: 0, ip: 0 };
+    const keys = this.keys(email, ip);
+    const [pair, perIp] = await Promise.all([this.store.incr(keys.failedPair, WINDOW), this.store.incr(keys.failedIp, WINDOW)]);
+    return { pair: pair - 1, ip: perIp - 1 };
   }
 
   /** An attempt that could not be judged (store or database down, server busy) does not count. */
@@ -99,10 +125,10 @@ export class LoginRateLimit {
     await this.giveBack(keys.ip);
   }
 
-  /** A successful login clears its email+IP counter and gives its attempt back to the IP. */
+  /** A successful login clears its email+IP counters and gives its attempt back to the IP (whose failures stay). */
   async succeed(email: string, ip: string): Promise<void> {
     const keys = this.keys(email, ip);
-    await this.store.del(keys.pair);
+    await Promise.all([this.store.del(keys.pair), ...(this.countFailures ? [this.store.del(keys.failedPair)] : [])]);
     await this.giveBack(keys.ip);
   }
 

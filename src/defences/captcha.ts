@@ -24,7 +24,7 @@ export const captchaTokenSchema = v.optional(v.pipe(v.string(), v.maxLength(MAX_
 const VERIFY_TIMEOUT_MS = 5000;
 const MAX_VERIFY_BYTES = 64 * 1024;
 
-/** The failures counted for a caller (`LoginRateLimit`): before this attempt, for an email+IP and for the IP. */
+/** The failed logins counted for a caller (`LoginRateLimit.failures`): for an email+IP and for the IP; good logins never count. */
 export interface RiskCounts {
   pair: number;
   ip: number;
@@ -32,7 +32,8 @@ export interface RiskCounts {
 
 /**
  * Captcha on risk (CONTRACT 14, `auth.captcha`): a caller with failed logins behind it (3 per email+IP,
- * or 20 per IP in 15 minutes, the login limit's counters in the store, shared by every instance) must
+ * or 20 per IP in 15 minutes, counters of wrong passwords only in the store, shared by every instance;
+ * `Auth.checkPassword` keeps parallel guesses from slipping past them) must
  * send `captchaToken` on login, sign-up, forgot-password and magic-link requests; it is checked at the
  * provider's siteverify endpoint. Only `success: true` passes: an endpoint that is down, slow or
  * answers anything else is 400 `captcha_failed`, never a pass. A caller without failures is never asked.
@@ -46,7 +47,7 @@ export class CaptchaOnRisk {
   constructor(
     private readonly config: Config,
     private readonly logger: Logger,
-    /** The login limit's counters for an email and IP, nothing counted (`LoginRateLimit.peek`). */
+    /** The failed logins of an email+IP and of the IP, nothing counted (`LoginRateLimit.failures`). */
     private readonly peek: (email: string, ip: string) => Promise<RiskCounts>,
   ) {
     const captcha = config.auth.captcha;

@@ -2,13 +2,16 @@
 // records every form it gets: a caller without failed logins is never asked; after 3 per email+IP or 20
 // per IP, login, sign-up, forgot-password and magic-link requests need `captchaToken`; only
 // `success: true` passes (a verify endpoint that is down, 500 or HTML is 400 `captcha_failed`). Two
-// instances on a real Redis share the counters, and parallel guesses are counted before the check.
+// instances on a real Redis share the counters, parallel guesses are counted before they are answered,
+// and concurrent good logins never count.
 
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
+import { EmbeddedDatabase } from '../../src/db/embedded.ts';
+import type { Database } from '../../src/db/index.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { startSmtp, type TestSmtp } from '../support/smtp.ts';
 
@@ -56,9 +59,10 @@ beforeEach(() => {
   verifyMode = 'normal';
 });
 
-async function app(opts: { captcha?: Record<string, unknown> | null; keyPrefix?: string; redis?: boolean } = {}): Promise<TestApp> {
+async function app(opts: { captcha?: Record<string, unknown> | null; keyPrefix?: string; redis?: boolean; db?: Database } = {}): Promise<TestApp> {
   const captcha = opts.captcha === null ? undefined : { provider: 'turnstile', siteKey: SITE_KEY, secretEnv: 'TEST_CAPTCHA_SECRET', verifyUrl, ...opts.captcha };
   const a = await createTestApp({
+    db: opts.db,
     redisUrl: opts.redis === false ? undefined : redisUrl,
     env: { SVC_SMTP_URL: smtp.url, SVC_FRONTEND_URLS: 'http://localhost:5173', TEST_CAPTCHA_SECRET: SECRET },
     config: { auth: { signup: { enabled: true }, magicLink: { enabled: true }, ...(captcha ? { captcha } : {}), ...(opts.keyPrefix ? { store: { keyPrefix: opts.keyPrefix } } : {}) }, server: { trustProxy: 1 } },
@@ -201,7 +205,8 @@ describe.skipIf(!redisUrl)('captcha on risk, two instances on Redis', () => {
     expect((await browser(one, ip).login(user.email, 'wrong 3')).status).toBe(401);
     expect((await errorOf(await browser(two, ip).login(user.email, user.password)))?.code).toBe('captcha_required');
 
-    // 12 parallel guesses for a fresh email+IP over both instances: at most 3 reach the password check.
+    // 12 parallel guesses for a fresh email+IP over both instances: at most 3 are told 401 (at most 5 reach
+    // the password check, the lockout's bound; those past 3 failures are answered captcha_required).
     const other = await one.createUser();
     const ip2 = newIp();
     const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => browser(i % 2 ? one : two, ip2).login(other.email, `wrong ${i}`)));
@@ -210,5 +215,32 @@ describe.skipIf(!redisUrl)('captcha on risk, two instances on Redis', () => {
     // The rest: 400 captcha_required, or 429 while the lockout counter holds the attempts in flight.
     expect(statuses.filter((s) => s === 401 || s === 400 || s === 429).length).toBe(12);
     expect(statuses).toContain(400);
+  });
+
+  it('concurrent good logins never count: only wrong passwords (401) do, and the risk still comes after 3', async () => {
+    // Two instances as in production: one store, one database.
+    const keyPrefix = `svctest:${randomUUID().slice(0, 8)}:auth:`;
+    const db = EmbeddedDatabase.inMemory();
+    const [one, two] = [await app({ keyPrefix, db }), await app({ keyPrefix, db })];
+    const both = (i: number) => (i % 2 ? one : two);
+
+    // One email+IP: 2 failures, then 3 good logins at once (the lockout's 5 is not passed): none is asked.
+    const user = await one.createUser();
+    const ip = newIp();
+    for (let i = 0; i < 2; i++) expect((await browser(both(i), ip).login(user.email, 'wrong password')).status).toBe(401);
+    const pair = await Promise.all([0, 1, 2].map((i) => browser(both(i), ip).login(user.email, user.password)));
+    expect(pair.map((r) => r.status)).toEqual([200, 200, 200]);
+
+    // One IP: 17 failures (any emails), then 5 users' good logins at once: none is asked.
+    const ip2 = newIp();
+    for (let i = 0; i < 17; i++) expect((await browser(both(i), ip2).login(newEmail(), 'wrong password')).status).toBe(401);
+    const users = await Promise.all([0, 1, 2, 3, 4].map(() => one.createUser()));
+    const crowd = await Promise.all(users.map((u, i) => browser(both(i), ip2).login(u.email, u.password)));
+    expect(crowd.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(forms).toHaveLength(0);
+
+    // The failures still count: 3 more from that IP reach 20, and the next caller from there is asked.
+    for (let i = 0; i < 3; i++) expect((await browser(both(i), ip2).login(newEmail(), 'wrong password')).status).toBe(401);
+    expect((await errorOf(await browser(two, ip2).login(users[0]!.email, users[0]!.password)))?.code).toBe('captcha_required');
   });
 });

@@ -100,7 +100,7 @@ describe('GET /auth/users/:id/ways-in (admin)', () => {
     const oauthOnly = await t.instance.auth.users.create({ email: 'oauth-only@example.com', createdVia: 'oauth' });
     await t.instance.auth.accounts.link(oauthOnly._id, 'github', '4242', 'oauth-only@example.com');
     await t.instance.auth.users.users.updateOne({ _id: oauthOnly._id }, { $set: { totp: { secret: 'JBSWY3DPEHPK3PXPSECRET' } } });
-    const passkeys = await t.instance.db.collection(PASSKEY_COLLECTION);
+    const passkeys = await t.instance.db.collection<{ _id: string } & Record<string, unknown>>(PASSKEY_COLLECTION);
     const createdAt = new Date().toISOString();
     await passkeys.insertOne({ _id: 'pk-1', userId: oauthOnly._id, credentialId: 'Y3JlZC1pZA', publicKey: 'cHVibGljLWtleS1ieXRlcw', counter: 0, transports: [], deviceType: 'singleDevice', backedUp: false, name: 'Laptop', createdAt, lastUsedAt: null });
     res = await admin.fetch(`/auth/users/${oauthOnly._id}/ways-in`);

@@ -122,7 +122,8 @@ async function route(): Promise<void> {
   const [path = '', ...params] = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   try {
     me ??= await svc.currentSession({ user: true });
-    if (me?.isAdmin && PAGES.length === BASE_PAGES) PAGES.push(...pluginPages(await pluginsOn(apiBase)));
+    // Once, though route() runs twice at once after a login (its own call and the hashchange).
+    if (me?.isAdmin) await (pluginsAdded ??= pluginsOn(apiBase).then((on) => void PAGES.push(...pluginPages(on))));
   } catch (e) {
     navigation('');
     page('The service cannot be reached');
@@ -149,7 +150,7 @@ async function route(): Promise<void> {
     showError(e);
   }
 }
-const BASE_PAGES = PAGES.length;
+let pluginsAdded: Promise<void> | undefined;
 
 window.addEventListener('hashchange', () => void route());
 void route();

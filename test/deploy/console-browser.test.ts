@@ -18,7 +18,7 @@ if (missing.length && process.env.CI === 'true') throw new Error(`CI=true but th
 if (missing.length) process.stderr.write(`\n!!!!!!!! SKIPPED: the console browser test needs ${missing.join(' and ')} !!!!!!!!\n\n`);
 
 describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx', () => {
-  const s = consoleSuite({ appConfig: { app: { name: 'Acme Notes' } } });
+  const s = consoleSuite({ appConfig: { app: { name: 'Acme Notes' }, plugins: ['@svc/plugin-cli-connector'] }, env: { SVC_ALLOW_INSECURE_WEBHOOK_URLS: '1' } });
 
   describe('sign-in', () => {
     it('an admin signs in with the keyboard alone and lands on the users page; the sign-in page passes axe-core', async () => {

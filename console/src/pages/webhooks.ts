@@ -63,7 +63,7 @@ export async function webhooksPage(params: string[] = []): Promise<void> {
       },
     },
     field('URL', { name: 'url', type: 'url', required: true, autocomplete: 'url', placeholder: 'https://example.com/hooks/svc' }),
-    field('Event types', { name: 'events', required: true, autocomplete: 'off', spellcheck: 'false', value: 'login.*' }, 'Audit record types or prefixes, separated by commas: login.failed, session.*, webhook.test'),
+    field('Event types', { name: 'events', required: true, autocomplete: 'off', spellcheck: 'false', value: 'login.*' }, 'Audit record types or prefixes, separated by commas: login.failed, session.* (a test event reaches the endpoint whatever its types)'),
     field('Description', { name: 'description', autocomplete: 'off' }, 'Optional: what the endpoint is for'),
   );
 

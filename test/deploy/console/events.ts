@@ -1,4 +1,110 @@
-import type { ConsoleSuite } from './harness.ts';
+// The audit log and webhooks pages (CONTRACT 13 and 16) in Chromium: the admin's own login in the log
+// and the type filter (a refused one said beside its field); a webhook endpoint on a real receiver on
+// loopback (the deployment runs with SVC_ALLOW_INSECURE_WEBHOOK_URLS=1), its secret shown once and
+// checked against the receiver's signature with `standardwebhooks`, a test event sent and listed as
+// delivered under the webhook-id the receiver got.
+
+import type { Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startReceiver, type Receiver } from '../../support/webhook-receiver.ts';
+import { expectHeading, mainButton, poll, type ConsoleSuite } from './harness.ts';
+
+/** The text of each row's Type cell of the audit table. */
+const auditTypes = (page: Page) => page.locator('main table tbody tr td:nth-child(2)').allTextContents();
 
 /** The console's events page tests (registered inside console-browser.test.ts's describe block). */
-export function eventsTests(_s: ConsoleSuite): void {}
+export function eventsTests(s: ConsoleSuite): void {
+  let receiver: Receiver;
+  beforeAll(async () => {
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+  });
+
+  it("the audit log lists the admin's own login, filters by type (a prefix too), and says a refused type beside its field", async () => {
+    const page = await s.newPage();
+    await s.signIn(page);
+    await expectHeading(page, 'Users');
+    await s.open(page, 'Audit log');
+    const table = page.getByRole('table', { name: 'Audit records, newest first' });
+    await table.waitFor();
+    // Newest first: the login that just happened is on top, naming the admin.
+    const first = table.locator('tbody tr').first();
+    expect(await first.locator('td').nth(1).textContent()).toBe('login.succeeded');
+    expect(await first.textContent()).toContain(s.d.admin.email);
+    expect(await first.textContent()).toContain('method: password');
+    await s.expectAccessible(page, 'the audit log');
+    await s.shots.take(page, 'audit-log');
+
+    const type = page.getByLabel('Type', { exact: true });
+    await type.fill('login.*');
+    await mainButton(page, 'Filter').click();
+    await poll(async () => {
+      const types = await auditTypes(page);
+      return types.length > 0 && types.every((t) => t.startsWith('login.'));
+    }).toBe(true);
+    await type.fill('logout.nothing');
+    await mainButton(page, 'Filter').click();
+    await poll(() => type.getAttribute('aria-invalid')).toBe('true');
+    const sentence = page.locator(`#${await type.getAttribute('id')}-error`);
+    expect(await sentence.textContent()).toMatch(/must be an audit record type, or a prefix ending in \.\*/i);
+    await s.expectAccessible(page, 'the audit log with a refused filter');
+    await type.fill('login.succeeded');
+    await mainButton(page, 'Filter').click();
+    await poll(() => type.getAttribute('aria-invalid')).toBe(null);
+    await poll(async () => [...new Set(await auditTypes(page))]).toEqual(['login.succeeded']);
+  });
+
+  it('a webhook endpoint: added with step-up, its secret shown once verifies the receiver\'s signature, a test event is listed as delivered', async () => {
+    const page = await s.newPage();
+    await s.signIn(page);
+    await expectHeading(page, 'Users');
+    await s.open(page, 'Webhooks');
+    await page.getByText('No webhook endpoint yet').or(page.getByRole('table', { name: 'Webhook endpoints' })).first().waitFor();
+    await s.expectAccessible(page, 'the webhooks page');
+
+    const url = `${receiver.url}/console-hook`;
+    await page.getByLabel('URL', { exact: true }).fill(url);
+    await page.getByLabel('Event types', { exact: true }).fill('user.deleted');
+    await page.getByLabel('Description', { exact: true }).fill('console browser test');
+    await mainButton(page, 'Add endpoint').click();
+    const shown = page.getByRole('group', { name: 'Signing secret' });
+    await s.afterStepUp(page, shown);
+    const secret = (await shown.locator('code').textContent()) ?? '';
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/=]+$/);
+    const row = page.getByRole('table', { name: 'Webhook endpoints' }).locator('tr', { hasText: url });
+    await poll(() => row.textContent()).toContain('Enabled');
+    await s.expectAccessible(page, 'the webhooks page with a secret shown');
+    await s.shots.take(page, 'webhooks-secret-once');
+
+    await row.getByRole('button', { name: `Send test event to ${url}` }).click();
+    const [got] = await receiver.waitFor(1, { path: '/console-hook' });
+    // What the page showed once is the key the receiver verifies the delivery with.
+    const payload = new Webhook(secret).verify(got!.body, got!.headers as Record<string, string>) as { type: string };
+    expect(payload.type).toBe('webhook.test');
+    expect(() => new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(got!.body, got!.headers as Record<string, string>)).toThrow();
+
+    // The endpoint's page lists the delivery as delivered, under the webhook-id the receiver got.
+    await page.getByRole('link', { name: url }).click();
+    await expectHeading(page, 'Webhook endpoint');
+    const deliveries = page.getByRole('table', { name: `Deliveries to ${url}, newest first` });
+    const delivery = deliveries.locator('tr', { hasText: String(got!.headers['webhook-id']) });
+    // Listed at once (queued before it was sent); its outcome is written as the attempt ends: refresh till then.
+    await poll(async () => {
+      const text = (await delivery.count()) ? await delivery.textContent() : '';
+      if (!text?.includes('delivered')) await mainButton(page, 'Refresh deliveries').click();
+      return text;
+    }).toContain('delivered');
+    expect(await delivery.textContent()).toContain('HTTP 200');
+    await s.expectAccessible(page, "an endpoint's deliveries");
+    await s.shots.take(page, 'webhook-deliveries');
+
+    // Once gone, the endpoint is no longer listed (the dialog asks first).
+    await page.getByRole('button', { name: `Delete ${url}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete endpoint' }).click();
+    await expectHeading(page, 'Webhooks');
+    await poll(() => page.getByRole('link', { name: url }).count()).toBe(0);
+  });
+}

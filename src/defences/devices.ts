@@ -21,6 +21,13 @@ const DEVICE_COOKIE_MAX_AGE = 365 * 24 * 60 * 60;
 /** A "this wasn't me" link works once, for 7 days. */
 export const NOT_ME_TTL = 7 * 24 * 60 * 60;
 const DEVICE_ID = /^[A-Za-z0-9_-]{43}$/;
+/**
+ * At most 5 new-device notices per user per hour (counted in the store, on every instance together):
+ * someone cycling devices with a stolen password cannot bury the owner's mailbox. Past it the login goes
+ * on without a mail (warn log `new_device_notice_capped`), and its device is not remembered, so its next
+ * login under the cap mails.
+ */
+export const NOTICE_CAP = { count: 5, windowSeconds: 60 * 60 } as const;
 
 interface NotMeRecord {
   userId: string;
@@ -72,6 +79,10 @@ export class KnownDevices {
     return `${this.config.auth.store.keyPrefix}known-devices:${userId}`;
   }
 
+  private noticeCountKey(userId: string) {
+    return `${this.config.auth.store.keyPrefix}new-device-notices:${userId}`;
+  }
+
   private tokenKey(token: string) {
     return `${this.config.auth.store.keyPrefix}not-me:${sha256hex(token)}`;
   }
@@ -111,9 +122,17 @@ export class KnownDevices {
       const key = this.listKey(user._id);
       const known = JSON.parse((await this.store.get(key)) ?? '[]') as string[];
       const isNew = !known.includes(id);
+      const notify = isNew && known.length > 0 && this.notices;
+      if (notify && (await this.store.incr(this.noticeCountKey(user._id), NOTICE_CAP.windowSeconds)) > NOTICE_CAP.count) {
+        this.logger.warn(
+          { code: 'new_device_notice_capped', userId: user._id, cap: NOTICE_CAP.count, windowSeconds: NOTICE_CAP.windowSeconds },
+          'new_device_notice_capped: a login from a new device sent no notice (the user got the most notices an hour allows); the device is not remembered',
+        );
+        return;
+      }
       const next = [id, ...known.filter((k) => k !== id)].slice(0, MAX_KNOWN_DEVICES);
       await this.store.set(key, JSON.stringify(next), { ttl: DEVICE_COOKIE_MAX_AGE });
-      if (isNew && known.length > 0 && this.notices) this.notify(c, user, session, id);
+      if (notify) this.notify(c, user, session, id);
     } catch (err) {
       this.logger.error({ err, userId: user._id }, 'known devices: could not read or write the list of the user; no new-device notice for this login');
     }

@@ -4,7 +4,9 @@
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { NOTICE_CAP } from '../../src/defences/devices.ts';
 import { UnavailableError } from '../../src/http/errors.ts';
+import { createLogger } from '../../src/logger.ts';
 import { createClient } from '../../packages/client/src/index.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { setCookies } from '../support/auth.ts';
@@ -205,6 +207,37 @@ describe('known devices and new-device notices', () => {
     expect((await ops.login(admin.email, admin.password)).status).toBe(200);
     expect((await ops.fetch(`/auth/users/${user.id}`, { method: 'PATCH', json: { password: 'set by the admin now' } })).status).toBe(200);
     expect((await browser(a).login(user.email, 'set by the admin now')).status).toBe(200);
+  });
+
+  it('at most 5 notices per user an hour: a thief cycling devices mails 5, the rest log new_device_notice_capped and stay unknown', async () => {
+    const lines: string[] = [];
+    const capped = await createTestApp({
+      redisUrl,
+      env: { SVC_SMTP_URL: smtp.url, SVC_FRONTEND_URLS: FRONTEND },
+      config: { server: { trustProxy: 1 } },
+      logger: createLogger('info', { write: (line: string) => void lines.push(line) }),
+    });
+    apps.push(capped);
+    const user = await capped.createUser();
+    const other = await capped.createUser();
+    expect((await browser(capped).login(user.email, user.password)).status).toBe(200);
+    expect((await browser(capped).login(other.email, other.password)).status).toBe(200);
+    // Seven fresh browsers: every login goes through, five mails come.
+    const thieves = Array.from({ length: NOTICE_CAP.count + 2 }, () => browser(capped, UA.firefox));
+    for (const t of thieves) expect((await t.login(user.email, user.password)).status).toBe(200);
+    await smtp.waitFor(user.email, NOTICE_CAP.count);
+    await settled(capped);
+    expect(notices(user.email)).toHaveLength(NOTICE_CAP.count);
+    const warned = lines.map((l) => JSON.parse(l) as { level: number; code?: string; userId?: string }).filter((l) => l.code === 'new_device_notice_capped');
+    expect(warned).toHaveLength(2);
+    expect(warned.every((l) => l.level === 40 && l.userId === user.id)).toBe(true);
+    // A capped device was never announced, so it is not remembered: the list holds the first and the five.
+    const known = JSON.parse((await capped.instance.stores.forRole('sessions').get(`${capped.keyPrefix}known-devices:${user.id}`))!) as string[];
+    expect(known).toHaveLength(1 + NOTICE_CAP.count);
+    // The cap is the user's own: another user's new device still mails.
+    expect((await browser(capped, UA.firefox).login(other.email, other.password)).status).toBe(200);
+    await smtp.waitFor(other.email, 1);
+    expect(notices(other.email)).toHaveLength(1);
   });
 
   it('a not-me link expires after 7 days (clock moved, not slept)', async () => {

@@ -39,6 +39,9 @@ export interface DeliveryDoc {
   event?: WebhookEvent;
 }
 
+/** The most first records one gathered insert writes. */
+const MAX_GATHERED = 200;
+
 export const deliveryId = (webhookId: string, eventId: string) => `${webhookId}.${eventId}`;
 
 /** What the API shows of a delivery (CONTRACT 13). */
@@ -76,6 +79,10 @@ export interface AttemptOutcome {
  * is not durable itself (the embedded store) or could not take it (`owe`).
  */
 export class DeliveryLog {
+  /** First records waiting for the write under way to end: they go together in the next one. */
+  private gathered: { doc: DeliveryDoc; done: (err?: unknown) => void }[] = [];
+  private writing = false;
+
   private constructor(private readonly docs: Collection<DeliveryDoc>) {}
 
   static async open(db: Database): Promise<DeliveryLog> {
@@ -119,7 +126,7 @@ export class DeliveryLog {
       if (outcome.error) doc.lastError = outcome.error;
       if (outcome.status === 'pending') doc.event = first.event;
       try {
-        await this.docs.insertOne(doc);
+        await this.insertGathered(doc);
         return true;
       } catch (err) {
         // Written meanwhile (queued again after a failed enqueue): an update, as below.
@@ -133,6 +140,44 @@ export class DeliveryLog {
 
   get(id: string): Promise<DeliveryDoc | null> {
     return this.docs.findOne({ _id: id });
+  }
+
+  /** The records of these deliveries that exist, by id (one read for an event's endpoints). */
+  async getMany(ids: string[]): Promise<Map<string, DeliveryDoc>> {
+    const docs = ids.length === 1 ? [await this.get(ids[0]!)].filter((d) => d !== null) : await this.docs.find({ _id: { $in: ids } });
+    return new Map(docs.map((doc) => [doc._id, doc]));
+  }
+
+  /**
+   * Inserts `doc` with the first records made while the previous insert was under way: one write for
+   * many (group commit). Each costs the embedded database an open, append and close of its file, and
+   * MongoDB a round trip; the outcome of every attempt is written, so under load this was a delivery's
+   * largest cost. An insert alone is written at once; nothing waits for a timer.
+   */
+  private insertGathered(doc: DeliveryDoc): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.gathered.push({ doc, done: (err) => (err === undefined ? resolve() : reject(err as Error)) });
+      if (!this.writing) void this.writeGathered();
+    });
+  }
+
+  private async writeGathered(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.gathered.length) {
+        const batch = this.gathered.splice(0, MAX_GATHERED);
+        try {
+          await this.docs.insertMany(batch.map((item) => item.doc));
+          for (const item of batch) item.done();
+        } catch (err) {
+          if (batch.length === 1) batch[0]!.done(err);
+          // One of them refused (a duplicate) or the write failed: each on its own, so each gets its own answer.
+          else await Promise.all(batch.map((item) => this.docs.insertOne(item.doc).then(() => item.done(), (e: unknown) => item.done(e))));
+        }
+      }
+    } finally {
+      this.writing = false;
+    }
   }
 
   /** An endpoint's deliveries, newest first (event ids sort by time). */

@@ -14,7 +14,7 @@ import type { Database } from '../db/index.ts';
 import type { Logger } from '../logger.ts';
 import type { Store } from '../store/index.ts';
 import { RedisStore } from '../store/redis.ts';
-import { deliveryId, DeliveryLog, type WebhookEvent } from './deliveries.ts';
+import { deliveryId, DeliveryLog, type DeliveryDoc, type WebhookEvent } from './deliveries.ts';
 import { WebhookEndpoints } from './endpoints.ts';
 import { MemoryDeliveryQueue } from './memory-queue.ts';
 import type { AttemptOutcome, DeliveryJob, DeliveryQueue } from './queue.ts';
@@ -170,18 +170,19 @@ export class Webhooks {
    * call this). `retry` when any is to be tried again: the others, done, are skipped then.
    */
   private async attempt(job: DeliveryJob, attempt: number, signal?: AbortSignal): Promise<AttemptOutcome> {
-    const outcomes = await Promise.all(job.webhookIds.map((webhookId) => this.attemptOne(webhookId, job, attempt, signal)));
+    const records = await this.deliveries.getMany(job.webhookIds.map((webhookId) => deliveryId(webhookId, job.eventId)));
+    const body = JSON.stringify(job.event);
+    const outcomes = await Promise.all(job.webhookIds.map((webhookId) => this.attemptOne(webhookId, records.get(deliveryId(webhookId, job.eventId)) ?? null, job, body, attempt, signal)));
     if (outcomes.length === 1) return outcomes[0]!;
     for (const outcome of ['retry', 'aborted', 'delivered', 'failed'] as const) if (outcomes.includes(outcome)) return outcome;
     return 'dropped';
   }
 
-  /** One attempt of one delivery; the outcome is in the delivery record. */
-  private async attemptOne(webhookId: string, job: DeliveryJob, attempt: number, signal?: AbortSignal): Promise<AttemptOutcome> {
+  /** One attempt of one delivery (`record`: its record, null before the first attempt on Redis); the outcome is in the record. */
+  private async attemptOne(webhookId: string, record: DeliveryDoc | null, job: DeliveryJob, body: string, attempt: number, signal?: AbortSignal): Promise<AttemptOutcome> {
     const { logger } = this.deps;
     const id = deliveryId(webhookId, job.eventId);
     const ids = { webhookId, eventId: job.eventId, type: job.event.type };
-    const record = await this.deliveries.get(id);
     // Already made (a job run again, for another endpoint or after a stall): nothing to send.
     if (record && record.status !== 'pending') return 'dropped';
     const endpoint = await this.endpoints.current(webhookId);
@@ -204,7 +205,7 @@ export class Webhooks {
       await this.deliveries.attempted(id, { attempts: attempt - 1, status: 'failed', statusCode: null, nextAttemptAt: null, error: 'the secret cannot be opened' }, first);
       return 'failed';
     }
-    const result = await sendWebhook({ url: endpoint.url, secret, id: job.eventId, body: JSON.stringify(job.event), allowInsecure: this.allowInsecure, timeoutMs: this.deliveryTimeoutMs, signal });
+    const result = await sendWebhook({ url: endpoint.url, secret, id: job.eventId, body, allowInsecure: this.allowInsecure, timeoutMs: this.deliveryTimeoutMs, signal });
     if (signal?.aborted) return 'aborted';
     if (result.delivered) {
       const kept = await this.deliveries.attempted(id, { attempts: attempt, status: 'delivered', statusCode: result.statusCode, nextAttemptAt: null }, first);

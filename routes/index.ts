@@ -15,6 +15,7 @@ import { login, logout, logoutAll, session } from './auth/session.ts';
 import { reauthenticate } from './auth/reauthenticate.ts';
 import { authConfig } from './auth/config.ts';
 import { notMe } from './auth/not-me.ts';
+import { diagnostics } from './auth/diagnostics.ts';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './auth/users.ts';
 import { endUserSession, endUserSessions, listUserSessions, userWaysIn } from './auth/user-access.ts';
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, testWebhook, updateWebhook } from './auth/webhooks.ts';
@@ -77,6 +78,7 @@ const factories = [
   approveDevice,
   denyDevice,
   listAudit,
+  diagnostics,
   createWebhook,
   listWebhooks,
   updateWebhook,

@@ -448,7 +448,11 @@ export async function loadConfig(
   if (env.cookieName) config.auth.cookie.name = env.cookieName;
   config.auth.store.keyPrefix ||= defaultKeyPrefix(config.auth.cookie.name);
   if (config.auth.cookie.sameSite === 'none' && !config.auth.cookie.secure) {
-    throw new ConfigError('auth.cookie: sameSite "none" requires secure: true (browsers drop such cookies)');
+    // Started anyway, so that GET /auth/diagnostics and `svc doctor --url` name it beside the other findings (CONTRACT 17).
+    warnings.push('auth.cookie: sameSite "none" without secure: true: browsers drop such cookies, so no login will hold (finding samesite_none_without_secure)');
+  }
+  if (config.auth.cookie.partitioned && (config.auth.cookie.sameSite !== 'none' || !config.auth.cookie.secure)) {
+    throw new ConfigError('auth.cookie.partitioned: a Partitioned cookie needs sameSite "none" and secure: true (browsers refuse it otherwise)');
   }
   if (config.auth.cookie.hostPrefix && (config.auth.cookie.domain || !config.auth.cookie.secure)) {
     throw new ConfigError('auth.cookie.hostPrefix: a __Host- cookie needs secure: true and no domain (browsers refuse it otherwise)');

@@ -66,6 +66,8 @@ export const configSchema = v.strictObject({
           domain: v.optional(v.string()),
           /** `__Host-<name>`: the browser binds the cookie to this host, Secure, Path=/ (docs/configuration.md: trade-off). */
           hostPrefix: v.optional(v.boolean(), false),
+          /** `Partitioned` (CHIPS): a cross-site frontend's cookie kept per top-level site; needs sameSite "none" and secure (docs/deployment-topologies.md). */
+          partitioned: v.optional(v.boolean(), false),
         }),
         {},
       ),

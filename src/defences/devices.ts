@@ -108,6 +108,8 @@ export class KnownDevices {
       sameSite: this.config.auth.cookie.sameSite === 'none' ? 'None' : 'Lax',
       secure: this.config.auth.cookie.secure || this.config.auth.cookie.hostPrefix,
       maxAge: DEVICE_COOKIE_MAX_AGE,
+      // A cross-site frontend's (CHIPS): kept for svc within that site only, as the session cookie is.
+      ...(this.config.auth.cookie.partitioned ? { partitioned: true } : {}),
     });
     return id;
   }

@@ -71,7 +71,7 @@ const PLUGIN_DATA_HINT = 'A JSON object keyed by plugin key, with what each plug
 function sessionActions(w: WorkSession, after: () => Promise<void>, gone: () => Promise<void>): HTMLElement[] {
   const name = nameOf(w);
   return [
-    actionButton('Copy guest link', () => copy(guestLink(w.id), `The guest link of ${name}`), { class: 'secondary', 'aria-label': `Copy the guest link of ${name}` }),
+    actionButton('Copy guest link', () => copy(guestLink(w.id), `The guest link of ${name}`), { class: 'secondary', 'aria-label': `Copy guest link of ${name}` }),
     actionButton(
       w.isActive ? 'Deactivate' : 'Reactivate',
       async () => {

@@ -1,4 +1,107 @@
-import type { ConsoleSuite } from './harness.ts';
+// The sign-in providers page (console/src/pages/providers.ts) in Chromium: the deployment's real OpenID
+// provider `corp` listed; an OpenID provider added from its template with the keyboard alone, its client
+// secret never shown back; disabled and enabled again; "Test" against the real IdP (passes) and against an
+// issuer that stopped answering (the error said); deleted after a confirmation. axe-core and screenshots.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import type { Page } from 'playwright-core';
+import { expect, it } from 'vitest';
+import { expectHeading, focusedLabel, poll, type ConsoleSuite } from './harness.ts';
+
+/** Presses Tab until the focused control is the one labelled `label` (keyboard only), at most 20 times. */
+async function tabTo(page: Page, label: string): Promise<void> {
+  for (let i = 0; i < 20; i++) {
+    await page.keyboard.press('Tab');
+    if ((await focusedLabel(page)).trim() === label) return;
+  }
+  throw new Error(`Tab never reached "${label}"`);
+}
 
 /** The console's providers page tests (registered inside console-browser.test.ts's describe block). */
-export function providersTests(_s: ConsoleSuite): void {}
+export function providersTests(s: ConsoleSuite): void {
+  it('adds an OpenID provider from its template with the keyboard; the secret is never shown back; disable, enable, Test against the real IdP, delete', async () => {
+    const page = await s.newPage();
+    await s.signIn(page);
+    await expectHeading(page, 'Users');
+    await s.open(page, 'Sign-in providers');
+    const main = page.locator('main');
+    await poll(() => main.getByRole('link', { name: s.d.oauthProvider.label, exact: true }).count()).toBe(1);
+    await s.expectAccessible(page, 'the providers page');
+    await s.shots.take(page, 'providers');
+
+    // The OpenID Connect template comes first in the picker: Tab to "Continue", Enter.
+    await page.getByLabel('Provider or template').focus();
+    await page.keyboard.press('Tab');
+    expect(await focusedLabel(page)).toBe('Continue');
+    await page.keyboard.press('Enter');
+    await expectHeading(page, 'Add OpenID Connect (any provider, by issuer URL)');
+    const id = `corp-kb-${randomBytes(3).toString('hex')}`;
+    const secret = `kb-secret-${randomBytes(8).toString('hex')}`;
+    for (const [label, value] of [['Provider id', id], ['Display name', 'Corp by keyboard'], ['Issuer URL', s.d.idp.issuer], ['Client id', 'svc-deploy'], ['Client secret', secret]] as const) {
+      await tabTo(page, label);
+      await page.keyboard.type(value);
+    }
+    await s.expectAccessible(page, 'the add-a-provider form');
+    await s.shots.take(page, 'providers-add');
+    await tabTo(page, 'Add provider');
+    await page.keyboard.press('Enter');
+    await s.afterStepUp(page, page.getByRole('heading', { level: 1, name: 'Corp by keyboard' }));
+    await poll(() => page.locator('#status').textContent()).toMatch(/is added with its client secret/);
+
+    // Write-only: the field is empty, the page says a secret is saved, and the secret is nowhere in it.
+    expect(await page.getByLabel('Client secret', { exact: true }).inputValue()).toBe('');
+    expect(await main.textContent()).toContain('A secret is saved');
+    expect(await page.content()).not.toContain(secret);
+    expect(await page.evaluate(() => [...document.querySelectorAll('input')].map((i) => i.value).join('\n'))).not.toContain(secret);
+
+    await main.getByRole('button', { name: 'Disable Corp by keyboard' }).click();
+    await s.afterStepUp(page, main.getByRole('button', { name: 'Enable Corp by keyboard' }));
+    const listed = async () => ((await (await s.d.adminFetch('/auth/providers')).json()) as { providerId: string; enabled: boolean; hasClientSecret: boolean }[]).find((p) => p.providerId === id);
+    expect(await listed()).toMatchObject({ enabled: false, hasClientSecret: true });
+    await main.getByRole('button', { name: 'Enable Corp by keyboard' }).click();
+    await s.afterStepUp(page, main.getByRole('button', { name: 'Disable Corp by keyboard' }));
+    expect(await listed()).toMatchObject({ enabled: true });
+
+    await main.getByRole('button', { name: 'Test Corp by keyboard' }).click();
+    const result = main.getByRole('group', { name: 'Test of Corp by keyboard' });
+    await poll(() => result.textContent()).toContain('Test passed: the discovery document is valid (HTTP 200)');
+    expect(await result.textContent()).toContain(`${s.d.idp.issuer}/.well-known/openid-configuration`);
+    await s.expectAccessible(page, 'a provider page after a test');
+    await s.shots.take(page, 'provider-tested');
+
+    await main.getByRole('button', { name: 'Delete Corp by keyboard' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete provider' }).click();
+    await s.afterStepUp(page, page.getByRole('heading', { level: 1, name: 'Sign-in providers' }));
+    await poll(() => page.locator('#status').textContent()).toBe('Corp by keyboard is deleted.');
+    await poll(() => main.getByRole('link', { name: 'Corp by keyboard' }).count()).toBe(0);
+    expect(await listed()).toBeUndefined();
+  });
+
+  it('Test of an OpenID provider whose issuer stopped answering says it cannot be reached', async () => {
+    // An issuer that answers its discovery document while the provider is saved, then goes away.
+    const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc)));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const doc = { issuer, authorization_endpoint: `${issuer}/authorize`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/jwks` };
+    const id = `gone-${randomBytes(3).toString('hex')}`;
+    const created = await s.d.adminFetch('/auth/providers', { method: 'POST', body: JSON.stringify({ providerId: id, type: 'oidc', label: 'Gone IdP', clientId: 'x', config: { issuer } }) });
+    expect(created.status, await created.clone().text()).toBe(201);
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    try {
+      const page = await s.newPage();
+      await s.signIn(page);
+      await expectHeading(page, 'Users');
+      await s.open(page, 'Sign-in providers');
+      const main = page.locator('main');
+      await main.getByRole('button', { name: 'Test Gone IdP' }).click();
+      const result = main.getByRole('group', { name: 'Test of Gone IdP' });
+      await poll(() => result.textContent()).toMatch(/Test failed: 127\.0\.0\.1:\d+ cannot be reached \(ECONNREFUSED\)/);
+      await poll(() => page.locator('#status').textContent()).toContain('Gone IdP: test failed.');
+      await s.shots.take(page, 'providers-test-unreachable');
+    } finally {
+      await s.d.adminFetch(`/auth/providers/${id}`, { method: 'DELETE' });
+    }
+  });
+}

@@ -26,19 +26,20 @@ function userOf(r: AuditRecord): Node | string {
 /** `details` as `key: value` lines (values of objects as JSON). */
 function detailsOf(r: AuditRecord): Node | string {
   const lines = Object.entries(r.details ?? {}).map(([k, v]) => h('div', {}, `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`));
-  return lines.length ? h('div', {}, ...lines) : '—';
+  return lines.length ? h('div', {}, ...lines) : '';
 }
 
+/**
+ * One record in three columns (the event: type, time and details; who; where from), each line naming
+ * what it holds: eight columns of ids and emails cannot be read on a 360 px screen, three can.
+ */
 function rowOf(r: AuditRecord) {
+  const line = (label: string, value: Node | string) => h('div', {}, `${label}: `, value);
   return [
-    h('time', { datetime: r.at }, when(r.at)),
-    h('code', {}, r.type),
-    actorOf(r),
-    userOf(r),
-    r.ip ?? '—',
-    r.device ?? '—',
-    r.sessionId ? h('code', {}, r.sessionId) : '—',
-    detailsOf(r),
+    h('div', {}, h('code', {}, r.type), h('div', {}, h('time', { datetime: r.at }, when(r.at))), detailsOf(r)),
+    h('div', {}, line('Actor', actorOf(r)), line('User', userOf(r))),
+    // A span (lines by <br>): the table keeps a last <div> cell on one line (its buttons), this one wraps.
+    h('span', {}, 'IP: ', r.ip ?? '—', h('br'), 'Device: ', r.device ?? '—', h('br'), 'Session: ', r.sessionId ? h('code', {}, r.sessionId) : '—'),
   ];
 }
 
@@ -80,7 +81,7 @@ export async function auditPage(params: string[] = []): Promise<void> {
       const older = nextCursor ? h('button', { type: 'button', class: 'secondary', onclick: () => go(nextCursor, true) }, 'Older') : null;
       const newer = cursors.length ? h('button', { type: 'button', class: 'secondary', onclick: () => go(cursors.at(-1), false) }, 'Newer') : null;
       results.replaceChildren(
-        table('Audit records, newest first', ['Time', 'Type', 'Actor', 'User', 'IP address', 'Device', 'Session', 'Details'], items.map(rowOf), 'No record matches these filters.'),
+        table('Audit records, newest first', ['Event', 'Who', 'From'], items.map(rowOf), 'No record matches these filters.'),
         ...(older || newer ? [h('nav', { class: 'actions', 'aria-label': 'Audit log pages' }, newer, older)] : []),
       );
       loaded = true;

@@ -31,14 +31,12 @@ export async function cliJobsPage(params: string[] = []): Promise<void> {
     list.replaceChildren(
       table(
         'Background jobs',
-        ['Job', 'Script', 'Arguments', 'Owner', 'Output kept', 'State'],
+        ['Job', 'Owner', 'State'],
         jobs.map((j) => [
-          h('a', { href: href('cli-jobs', j.id) }, h('code', {}, j.id)),
-          j.cmd,
-          h('code', {}, j.argv.join(' ')),
+          h('div', {}, h('a', { href: href('cli-jobs', j.id) }, h('code', {}, j.id)), h('div', {}, `Script: ${j.cmd}`), h('div', {}, 'Arguments: ', h('code', {}, j.argv.join(' ')))),
           h('a', { href: href('users', j.owner) }, j.owner),
-          `${j.outputBytes} bytes`,
-          stateOf(j.done),
+          // A span (lines by <br>): the table keeps a last <div> cell on one line.
+          h('span', {}, stateOf(j.done), h('br'), `Output kept: ${j.outputBytes} bytes`),
         ]),
         'No background job on the instance that answered.',
       ),

@@ -33,13 +33,12 @@ export async function webhooksPage(params: string[] = []): Promise<void> {
     list.replaceChildren(
       table(
         'Webhook endpoints',
-        ['URL', 'Event types', 'State', 'Last delivery', 'Actions'],
+        ['Endpoint', 'State', 'Actions'],
         items.map((w, i) => [
-          h('a', { href: href('webhooks', w.id) }, w.url),
-          w.events.join(', '),
-          w.active ? 'Enabled' : 'Disabled',
-          statusOf(last[i]),
-          h('div', {}, ...endpointActions(w, refresh)),
+          h('div', {}, h('a', { href: href('webhooks', w.id) }, w.url), h('div', {}, `Types: ${w.events.join(', ')}`), w.description ? h('div', { class: 'hint' }, w.description) : null),
+          h('div', {}, w.active ? 'Enabled' : 'Disabled', h('div', {}, 'Last delivery: ', statusOf(last[i]))),
+          // A span: the table keeps a last <div> cell on one line, and three buttons need to wrap at 360 px.
+          h('span', { class: 'actions' }, ...endpointActions(w, refresh)),
         ]),
         'No webhook endpoint yet: add one above.',
       ),
@@ -133,8 +132,12 @@ async function endpointPage(id: string): Promise<void> {
     deliveries.replaceChildren(
       table(
         `Deliveries to ${w.url}, newest first`,
-        ['Event time', 'Type', 'Status', 'Attempts', 'Last response', 'Next attempt', 'Webhook id'],
-        items.map((d) => [when(d.at), h('code', {}, d.type), statusOf(d), String(d.attempts), lastResponse(d), when(d.nextAttemptAt), h('code', {}, d.eventId)]),
+        ['Event', 'Delivery'],
+        items.map((d) => [
+          h('div', {}, h('code', {}, d.type), h('div', {}, when(d.at)), h('div', {}, 'Webhook id: ', h('code', {}, d.eventId))),
+          // A span (lines by <br>): the table keeps a last <div> cell on one line.
+          h('span', {}, statusOf(d), h('br'), `Attempts: ${d.attempts}`, h('br'), `Last response: ${lastResponse(d)}`, h('br'), `Next attempt: ${when(d.nextAttemptAt)}`),
+        ]),
         'No delivery yet: send a test event.',
       ),
     );

@@ -10,8 +10,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../../support/webhook-receiver.ts';
 import { expectHeading, mainButton, poll, type ConsoleSuite } from './harness.ts';
 
-/** The text of each row's Type cell of the audit table. */
-const auditTypes = (page: Page) => page.locator('main table tbody tr td:nth-child(2)').allTextContents();
+/** The type of each row of the audit table (the first line of its first cell). */
+const auditTypes = (page: Page) => page.locator('main table tbody tr td:nth-child(1) > div > code').allTextContents();
 
 /** The console's events page tests (registered inside console-browser.test.ts's describe block). */
 export function eventsTests(s: ConsoleSuite): void {
@@ -32,7 +32,7 @@ export function eventsTests(s: ConsoleSuite): void {
     await table.waitFor();
     // Newest first: the login that just happened is on top, naming the admin.
     const first = table.locator('tbody tr').first();
-    expect(await first.locator('td').nth(1).textContent()).toBe('login.succeeded');
+    expect(await first.locator('td').first().locator('code').first().textContent()).toBe('login.succeeded');
     expect(await first.textContent()).toContain(s.d.admin.email);
     expect(await first.textContent()).toContain('method: password');
     await s.expectAccessible(page, 'the audit log');

@@ -118,6 +118,7 @@ function notAllowedPage(): void {
 // Routing
 
 async function route(): Promise<void> {
+  const run = ++routes;
   clearMessages();
   const [path = '', ...params] = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   try {
@@ -130,6 +131,8 @@ async function route(): Promise<void> {
     showError(e);
     return;
   }
+  // A newer navigation came while this one waited (after a login, or a link followed during the first load): it draws the page.
+  if (run !== routes) return;
   navigation(path);
   if (!me) return loginPage();
   if (!me.isAdmin) return notAllowedPage();
@@ -151,6 +154,7 @@ async function route(): Promise<void> {
   }
 }
 let pluginsAdded: Promise<void> | undefined;
+let routes = 0;
 
 window.addEventListener('hashchange', () => void route());
 void route();

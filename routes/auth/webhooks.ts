@@ -110,6 +110,6 @@ export const listDeliveries = ({ auth }: ServerInstance) =>
     },
     handler: async (c, { params, query }) => {
       await auth.webhooks.endpoints.get(params.id);
-      return c.json({ items: (await auth.webhooks.deliveries.list(params.id, query.limit)).map(toPublicDelivery) });
+      return c.json({ items: (await auth.webhooks.listDeliveries(params.id, query.limit)).map(toPublicDelivery) });
     },
   });

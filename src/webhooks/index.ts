@@ -26,6 +26,8 @@ export { toPublicDelivery } from './deliveries.ts';
 
 /** Deliveries still owed that a start queues again (the oldest first). */
 const RESUME_LIMIT = 10_000;
+/** How many queued jobs of each state (active, waiting, delayed) the deliveries route looks through on Redis. */
+const QUEUED_LISTED = 250;
 /** How often each instance removes old delivery records. */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
@@ -220,6 +222,26 @@ export class Webhooks {
     if (last) logger.error({ ...detail, code: 'webhook_delivery_failed' }, `webhook_delivery_failed: ${result.error ?? 'failed'}; no attempts left`);
     else logger.warn({ ...detail, nextAttemptAt: nextAttemptAt!.toISOString() }, `webhook delivery attempt failed (${result.error ?? 'failed'}); retrying`);
     return last ? 'failed' : 'retry';
+  }
+
+  /**
+   * An endpoint's deliveries, newest first (the deliveries route): the records, and on Redis also the
+   * deliveries queued whose first attempt has not ended yet (they have no record until it does), as
+   * `pending` with 0 attempts, as a record written when queued would have said.
+   */
+  async listDeliveries(webhookId: string, limit: number): Promise<DeliveryDoc[]> {
+    const records = await this.deliveries.list(webhookId, limit);
+    if (!this.queue.waiting) return records;
+    const queued = (await this.queue.waiting(QUEUED_LISTED)).filter(({ job }) => job.webhookIds.includes(webhookId));
+    if (!queued.length) return records;
+    const recorded = await this.deliveries.getMany(queued.map(({ job }) => deliveryId(webhookId, job.eventId)));
+    const unrecorded = queued
+      .filter(({ job }) => !recorded.has(deliveryId(webhookId, job.eventId)))
+      .map(({ job, dueAt }): DeliveryDoc => {
+        const at = job.event.timestamp;
+        return { _id: deliveryId(webhookId, job.eventId), webhookId, eventId: job.eventId, type: job.event.type, status: 'pending', attempts: job.done, lastStatusCode: null, nextAttemptAt: new Date(dueAt).toISOString(), at, updatedAt: at };
+      });
+    return [...records, ...unrecorded].sort((a, b) => (a.eventId < b.eventId ? 1 : a.eventId > b.eventId ? -1 : 0)).slice(0, limit);
   }
 
   /** Removes delivery records past the audit retention, and per endpoint all but the newest thousand. */

@@ -44,6 +44,11 @@ export interface DeliveryQueue {
   readonly durable: boolean;
   /** Queues `job`, its next attempt after `delayMs`; a job queued twice is one job. */
   add(job: DeliveryJob, delayMs: number): Promise<void>;
+  /**
+   * A durable queue's jobs still to be made or under way (at most `limit` of each state), with when each
+   * is due: the deliveries that have no record before their first attempt ends.
+   */
+  waiting?(limit: number): Promise<{ job: DeliveryJob; dueAt: number }[]>;
   /** Stops taking jobs and ends (or lets finish) the attempts under way. */
   close(): Promise<void>;
 }

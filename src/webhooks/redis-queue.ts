@@ -123,6 +123,11 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     }
   }
 
+  async waiting(limit: number): Promise<{ job: DeliveryJob; dueAt: number }[]> {
+    const jobs = await this.queue.getJobs(['active', 'waiting', 'prioritized', 'delayed'], 0, limit - 1);
+    return jobs.filter(Boolean).map((j) => ({ job: j.data, dueAt: j.timestamp + (j.delay ?? 0) }));
+  }
+
   /**
    * Lets the attempts under way finish (each within the delivery timeout), then lets go of Redis. Never
    * longer than CLOSE_TIMEOUT_MS (Redis down at shutdown): a job cut short is found stalled and made again.

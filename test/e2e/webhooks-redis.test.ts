@@ -103,6 +103,32 @@ describe.skipIf(!redisUrl)('two instances on one Redis', () => {
     expect(delivery).toMatchObject({ status: 'delivered', attempts: 3, lastStatusCode: 200 });
   });
 
+  it('a delivery whose first attempt is under way is listed as pending with 0 attempts (on Redis its record is written with the outcome)', async () => {
+    for (const t of [one, two]) t.instance.auth.webhooks.deliveryTimeoutMs = 1500;
+    try {
+      const hook = await endpoint(adminOne, ['login.failed']);
+      rx.plan(hook.path, { hang: true });
+      const res = await adminTwo.fetch(`/auth/webhooks/${hook.id}/test`, { method: 'POST' });
+      const { eventId } = (await res.json()) as { eventId: string };
+      await rx.waitFor(1, { path: hook.path });
+      type Listed = { eventId: string; status: string; attempts: number; lastStatusCode: number | null; nextAttemptAt: string | null; type: string };
+      const list = async (client: TestClient) => ((await (await client.fetch(`/auth/webhooks/${hook.id}/deliveries`)).json()) as { items: Listed[] }).items;
+      for (const client of [adminOne, adminTwo]) {
+        expect(await list(client)).toEqual([{ eventId, type: 'webhook.test', status: 'pending', attempts: 0, lastStatusCode: null, nextAttemptAt: expect.any(String), at: expect.any(String) }]);
+      }
+      // The attempt times out, the retry (0.5 s later) is answered: one record, delivered on the second attempt.
+      let last: Listed[] = [];
+      for (let i = 0; i < 200 && last[0]?.status !== 'delivered'; i++) {
+        last = await list(adminOne);
+        await sleep(50);
+      }
+      expect(last).toEqual([expect.objectContaining({ eventId, status: 'delivered', attempts: 2, lastStatusCode: 200 })]);
+      expect(rx.byId(eventId)).toHaveLength(2);
+    } finally {
+      for (const t of [one, two]) t.instance.auth.webhooks.deliveryTimeoutMs = 10_000;
+    }
+  });
+
   it('every key of the queue is under the key prefix and in one Redis Cluster slot (hash tag {svc-webhooks})', async () => {
     const client = new Redis(redisUrl);
     try {

@@ -63,6 +63,8 @@ export class KnownDevices {
   now: () => number = Date.now;
   readonly cookieName: string;
   private readonly notices: boolean;
+  /** Each login request's device id, chosen once (`identify`) and set as the cookie after the session's (`afterLogin`). */
+  private readonly chosen = new WeakMap<Context, string>();
 
   constructor(
     private readonly config: Config,
@@ -89,18 +91,28 @@ export class KnownDevices {
 
   /**
    * For a login, before its session is made: the SHA-256 of the browser's device id (a new id when it has
-   * none, or a malformed one); the cookie is (re)set either way. The session's origin keeps the hash, so
-   * "this wasn't me" can end every session of that device.
+   * none, or a malformed one). The session's origin keeps the hash, so "this wasn't me" can end every
+   * session of that device. The cookie is set by `afterLogin`, after the session cookie: clients that
+   * read the first Set-Cookie of a login (many do) find the session there.
    */
   identify(c: Context): string {
     return sha256hex(this.deviceId(c));
   }
 
-  /** The browser's device id, a new one when it has none (or a malformed one); the cookie is (re)set either way. */
+  /** The id this request's login uses: the browser's own when well-formed, else a new one (the same for the whole request). */
   private deviceId(c: Context): string {
-    const held = readCookie(c, this.cookieName);
-    const id = held && DEVICE_ID.test(held) ? held : randomBytes(32).toString('base64url');
-    setCookie(c, this.cookieName, id, {
+    let id = this.chosen.get(c);
+    if (id === undefined) {
+      const held = readCookie(c, this.cookieName);
+      id = held && DEVICE_ID.test(held) ? held : randomBytes(32).toString('base64url');
+      this.chosen.set(c, id);
+    }
+    return id;
+  }
+
+  /** (Re)sets the device cookie, a year from now. */
+  private setDeviceCookie(c: Context): void {
+    setCookie(c, this.cookieName, this.deviceId(c), {
       httpOnly: true,
       path: '/',
       // Lax at least: an OAuth login ends in a navigation from the provider's site, where a Strict cookie
@@ -111,7 +123,6 @@ export class KnownDevices {
       // A cross-site frontend's (CHIPS): kept for svc within that site only, as the session cookie is.
       ...(this.config.auth.cookie.partitioned ? { partitioned: true } : {}),
     });
-    return id;
   }
 
   /**
@@ -120,6 +131,7 @@ export class KnownDevices {
    * (a store error is logged).
    */
   async afterLogin(c: Context<AppEnv>, user: UserDoc, session: { hash: string; createdAt: number }, id: string): Promise<void> {
+    this.setDeviceCookie(c);
     try {
       const key = this.listKey(user._id);
       const known = JSON.parse((await this.store.get(key)) ?? '[]') as string[];

@@ -33,8 +33,13 @@ export async function usersPage(): Promise<void> {
     list.replaceChildren(
       table(
         shown.email ? `Users with the address ${shown.email}` : 'Users',
-        ['Email', 'Name', 'Admin', 'Verified', 'Last login'],
-        res.items.map((u) => [h('a', { href: href('users', u.id) }, u.email), fullName(u), yesNo(u.isAdmin), yesNo(u.email_verified), when(u.lastLoginAt)]),
+        // Three columns whose lines name what they hold: readable at 360 px.
+        ['User', 'Status', 'Last login'],
+        res.items.map((u) => [
+          h('div', {}, h('a', { href: href('users', u.id) }, u.email), h('div', {}, fullName(u))),
+          h('div', {}, u.isAdmin ? 'Administrator' : 'User', h('div', {}, u.email_verified ? 'Email verified' : 'Email not verified')),
+          when(u.lastLoginAt),
+        ]),
         shown.email ? `No user has the address ${shown.email}.` : 'No user yet: create one above.',
       ),
       pager(res, (to) => void load(to, true).catch((e: unknown) => showError(e))),
@@ -195,12 +200,10 @@ export async function userPage(id: string): Promise<void> {
     return [
       table(
         `Sessions of ${who}, newest first`,
-        ['Signed in', 'Last seen', 'IP address', 'Device', 'Actions'],
+        ['Session', 'From', 'Actions'],
         items.map((s: UserSession) => [
-          when(s.createdAt),
-          when(s.lastSeenAt),
-          s.ip ?? '—',
-          s.device ?? '—',
+          h('div', {}, h('div', {}, `Signed in: ${when(s.createdAt)}`), h('div', {}, `Last seen: ${when(s.lastSeenAt)}`)),
+          h('div', {}, h('div', {}, `IP address: ${s.ip ?? '—'}`), h('div', {}, `Device: ${s.device ?? '—'}`)),
           h(
             'div',
             {},
@@ -244,11 +247,11 @@ export async function userPage(id: string): Promise<void> {
     const w: WaysIn = await svc.admin.userWaysIn(id);
     return [
       h('dl', {}, h('dt', {}, 'Password'), h('dd', {}, w.password ? 'Set' : 'Not set'), h('dt', {}, 'Two-step verification (TOTP)'), h('dd', {}, w.totp ? 'On' : 'Off')),
-      table(`Passkeys of ${who}`, ['Name', 'Added', 'Last used'], w.passkeys.map((p) => [p.name, when(p.createdAt), when(p.lastUsedAt)]), 'No passkey.'),
+      table(`Passkeys of ${who}`, ['Passkey', 'Use'], w.passkeys.map((p) => [p.name, h('div', {}, h('div', {}, `Added: ${when(p.createdAt)}`), h('div', {}, `Last used: ${when(p.lastUsedAt)}`))]), 'No passkey.'),
       table(
         `Connected accounts of ${who}`,
-        ['Provider', 'Account id', 'Email', 'Connected'],
-        w.providers.map((p) => [p.provider, h('code', {}, p.providerAccountId), p.email ?? '—', when(p.linkedAt)]),
+        ['Account', 'Connected'],
+        w.providers.map((p) => [h('div', {}, p.provider, h('div', {}, 'Account id: ', h('code', {}, p.providerAccountId)), h('div', {}, `Email: ${p.email ?? '—'}`)), when(p.linkedAt)]),
         'No connected account.',
       ),
     ];
@@ -260,14 +263,10 @@ export async function userPage(id: string): Promise<void> {
     return [
       table(
         `API keys of ${who}`,
-        ['Name', 'Prefix', 'Scopes', 'Created', 'Expires', 'Last used', 'Actions'],
+        ['Key', 'Use', 'Actions'],
         items.map((k: ApiKey) => [
-          k.name,
-          h('code', {}, k.prefix),
-          k.scopes.join(', ') || '—',
-          when(k.createdAt),
-          k.expiresAt ? when(k.expiresAt) : 'Never',
-          when(k.lastUsedAt),
+          h('div', {}, k.name, h('div', {}, h('code', {}, k.prefix)), h('div', {}, `Scopes: ${k.scopes.join(', ') || 'none'}`)),
+          h('div', {}, h('div', {}, `Created: ${when(k.createdAt)}`), h('div', {}, `Expires: ${k.expiresAt ? when(k.expiresAt) : 'never'}`), h('div', {}, `Last used: ${when(k.lastUsedAt)}`)),
           h(
             'div',
             {},

@@ -34,7 +34,8 @@ function ttlOf(ttl: number): string {
   if (ttl === -2) return 'Gone';
   if (ttl < 120) return `${ttl} s`;
   if (ttl < 7200) return `${Math.round(ttl / 60)} min`;
-  return `${Math.round(ttl / 3600)} h`;
+  if (ttl < 172_800) return `${Math.round(ttl / 3600)} h`;
+  return `${Math.round(ttl / 86_400)} days`;
 }
 
 function select(label: string, name: string, options: string[], value: string): HTMLElement {

@@ -1,7 +1,8 @@
 // Webhooks (CONTRACT 13, docs/events.md): the endpoints with their last delivery, adding one (its signing
-// secret shown once), enable/disable, delete, "Send test event", and an endpoint's deliveries at
-// `#/webhooks/<id>`. Adding and changing need a recent sign-in (step-up: `fresh`). svc has no route to
-// send a delivery again: a failed one is retried on its schedule, and "Send test event" checks a receiver.
+// secret shown once), enable/disable, delete, "Send test event", and at `#/webhooks/<id>` an endpoint's
+// deliveries and a form to change its URL, types or description. Adding and changing need a recent
+// sign-in (step-up: `fresh`). svc has no route to send a delivery again: a failed one is retried on its
+// schedule, and "Send test event" checks a receiver.
 
 import type { WebhookDelivery, WebhookEndpoint } from '@svc/client';
 import { actionButton, confirmAction, field, form, fresh, h, href, isNotFound, page, say, shownOnce, svc, table, when } from '../ui.ts';
@@ -163,6 +164,25 @@ async function endpointPage(id: string): Promise<void> {
       'div',
       { class: 'actions' },
       ...endpointActions(w, () => endpointPage(id), () => (location.hash = href('webhooks'))),
+    ),
+    h(
+      'details',
+      {},
+      h('summary', {}, 'Change this endpoint'),
+      form(
+        {
+          label: 'Change this endpoint',
+          submit: 'Save changes',
+          action: async ({ url = '', events = '', description = '' }) => {
+            await fresh(() => svc.admin.updateWebhook(id, { url: url.trim(), events: typesOf(events), description: description.trim() || null }));
+            await endpointPage(id);
+            say('The endpoint is changed (its secret stays the same).');
+          },
+        },
+        field('URL', { name: 'url', type: 'url', required: true, autocomplete: 'url', value: w.url }),
+        field('Event types', { name: 'events', required: true, autocomplete: 'off', spellcheck: 'false', value: w.events.join(', ') }, 'Audit record types or prefixes, separated by commas'),
+        field('Description', { name: 'description', autocomplete: 'off', value: w.description ?? '' }, 'Optional: what the endpoint is for'),
+      ),
     ),
     h(
       'section',

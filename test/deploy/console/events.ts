@@ -101,6 +101,14 @@ export function eventsTests(s: ConsoleSuite): void {
     await s.expectAccessible(page, "an endpoint's deliveries");
     await s.shots.take(page, 'webhook-deliveries');
 
+    // Changed (step-up as for adding): the page shows the new description; disabled: it says so.
+    await page.getByText('Change this endpoint', { exact: true }).click();
+    await page.getByRole('form', { name: 'Change this endpoint' }).getByLabel('Description', { exact: true }).fill('changed by the console');
+    await mainButton(page, 'Save changes').click();
+    await s.afterStepUp(page, page.locator('main dd', { hasText: 'changed by the console' }));
+    await page.getByRole('button', { name: `Disable ${url}` }).click();
+    await poll(() => page.locator('main dl').textContent()).toContain('Disabled');
+
     // Once gone, the endpoint is no longer listed (the dialog asks first).
     await page.getByRole('button', { name: `Delete ${url}` }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Delete endpoint' }).click();

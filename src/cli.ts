@@ -11,6 +11,7 @@ import { openDatabase } from './db/index.ts';
 import { DataVersionError, migrate, MIGRATIONS } from './db/migrations.ts';
 import { emailSchema } from './http/schemas.ts';
 import { doctor } from './doctor.ts';
+import { doctorUrl } from './doctor-url.ts';
 import { SVC_VERSION } from './version.ts';
 import { createLogger } from './logger.ts';
 
@@ -18,6 +19,10 @@ const USAGE = `Usage:
   svc doctor [--with <other app root>]
       Checks the app (SVC_APP_PATH, else the working directory) and its environment against the
       0.1.x -> 0.2.x migration steps and production needs; exit code 1 when a check fails.
+  svc doctor --url <public base URL of the API>
+      Asks a running svc, through the proxies in front of it, what it sees and what is wrong with the
+      deployment (cookies, proxies, origins); an admin's API key with auth:admin in SVC_API_KEY.
+      Exit code 1 when it names a finding.
   svc migrate
       Brings the database (MONGODB_URL, else the embedded one) to this svc's data version, as a start
       would: a deploy step before new instances start. Refuses data newer than this svc.
@@ -106,11 +111,12 @@ async function createUser(args: string[]): Promise<number> {
 
 /** `svc doctor [--with <other app root>]`: a typo or a folder that is not there is refused (exit 2), never skipped. */
 async function runDoctor(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { with: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+  const { values } = parseArgs({ args, options: { with: { type: 'string' }, url: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  if (values.url !== undefined) return doctorUrl(values.url);
   if (values.with !== undefined && !statSync(values.with, { throwIfNoEntry: false })?.isDirectory()) {
     process.stderr.write(`--with ${values.with}: no such folder (the app root of the other app)\n`);
     return 2;

@@ -3,7 +3,10 @@
 // each wrong setting; each finding here is produced by a deliberately wrong config. Forged forwarded
 // headers change nothing when no proxy is trusted.
 
+import { serve } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
+import { doctorUrl } from '../../src/doctor-url.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 
 interface Diagnostics {
@@ -114,5 +117,35 @@ describe('GET /auth/diagnostics', () => {
     const res = await c.fetch('/auth/diagnostics');
     expect(res.status).toBe(403);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('forbidden');
+  });
+});
+
+describe('svc doctor --url', () => {
+  it('asks the running svc with an auth:admin key and prints what it sees and each finding (exit 1); no key or a wrong URL: exit 2', async () => {
+    const { t, admin } = await adminOf({ config: { server: { trustProxy: 0 } } });
+    const server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 });
+    await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const created = await admin.fetch('/auth/api-keys', { method: 'POST', json: { name: 'doctor', scopes: ['auth:admin'] } });
+      expect(created.status).toBe(201);
+      const { key } = (await created.json()) as { key: string };
+      const lines: string[] = [];
+      expect(await doctorUrl(base, { SVC_API_KEY: key }, (l) => lines.push(l))).toBe(1);
+      const text = lines.join('\n');
+      expect(text).toContain(`sees: http://127.0.0.1:`);
+      expect(text).toContain('session cookie: sid_app; Secure; SameSite=strict');
+      expect(text).toMatch(/^FAIL cookie_secure_over_http: /m);
+      expect(text).not.toContain(key);
+
+      const quiet: string[] = [];
+      expect(await doctorUrl(base, {}, (l) => quiet.push(l))).toBe(2);
+      expect(quiet.join('\n')).toMatch(/SVC_API_KEY/);
+      expect(await doctorUrl('ftp://example.test', { SVC_API_KEY: key }, (l) => quiet.push(l))).toBe(2);
+      expect(await doctorUrl(`${base}/nowhere`, { SVC_API_KEY: key }, (l) => quiet.push(l))).toBe(2);
+      expect(quiet.at(-1)).toMatch(/answered 404/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

@@ -35,6 +35,12 @@ export function pluginsTests(s: ConsoleSuite): void {
     await page.getByRole('link', { name: 'Back to the list' }).click();
     await expectHeading(page, 'Cache');
     expect(await page.getByLabel('Pattern', { exact: true }).inputValue()).toBe(`deploy-${run}:*`);
+
+    // A key that is not there: the API's message, on a page that still leads back.
+    await page.goto(`${s.url}#/cache/cache/0/${encodeURIComponent(`deploy-${run}:no-such-key`)}`);
+    await expectHeading(page, 'Cache entry');
+    await poll(() => page.locator('#error').textContent()).toMatch(/no such key/i);
+    expect(await page.getByRole('link', { name: 'Back to the list' }).isVisible()).toBe(true);
   });
 
   it('the CLI jobs page reads the jobs of the connector (none here) and passes axe-core', async () => {

@@ -109,14 +109,18 @@ export async function providersPage(params: string[] = []): Promise<void> {
     list.replaceChildren(
       table(
         'Configured sign-in providers',
-        ['Name', 'Provider id', 'Type', 'State', 'Client secret', 'Actions'],
+        ['Provider', 'Actions'],
+        // Two columns, the actions free to wrap: readable on a 360 px screen.
         providers.map((p) => [
-          h('a', { href: href('providers', p.providerId) }, p.label ?? p.providerId),
-          h('code', {}, p.providerId),
-          TYPE_NAMES[p.type] ?? p.type,
-          p.enabled ? 'Enabled' : 'Disabled',
-          p.hasClientSecret ? 'Set' : 'None',
-          h('div', {}, ...providerActions(p, results, refresh, refresh)),
+          h(
+            'span',
+            {},
+            h('a', { href: href('providers', p.providerId) }, p.label ?? p.providerId),
+            h('br'),
+            h('strong', {}, p.enabled ? 'Enabled' : 'Disabled'),
+            h('span', { class: 'hint' }, ` · secret ${p.hasClientSecret ? 'set' : 'none'} · `, h('code', {}, p.providerId), ` · ${TYPE_NAMES[p.type] ?? p.type}`),
+          ),
+          h('span', { class: 'actions' }, ...providerActions(p, results, refresh, refresh)),
         ]),
         'No providers yet: add one below.',
       ),

@@ -113,14 +113,18 @@ export async function workSessionsPage(params: string[] = []): Promise<void> {
     list.replaceChildren(
       table(
         'Work sessions',
-        ['Label', 'State', 'Expires', 'Plugins', 'Created', 'Actions'],
+        ['Work session', 'Actions'],
+        // Two columns, the actions free to wrap: readable on a 360 px screen.
         result.items.map((w) => [
-          h('a', { href: href('work-sessions', w.id) }, nameOf(w)),
-          stateOf(w),
-          w.expiresAt ? when(w.expiresAt) : 'Never',
-          Object.keys(w.pluginData).join(', '),
-          when(w.createdAt),
-          h('div', {}, ...sessionActions(w, () => load(), () => load())),
+          h(
+            'span',
+            {},
+            h('a', { href: href('work-sessions', w.id) }, nameOf(w)),
+            h('br'),
+            h('strong', {}, stateOf(w)),
+            h('span', { class: 'hint' }, ` · ${w.expiresAt ? `expires ${when(w.expiresAt)}` : 'never expires'} · ${Object.keys(w.pluginData).join(', ')} · created ${when(w.createdAt)}`),
+          ),
+          h('span', { class: 'actions' }, ...sessionActions(w, () => load(), () => load())),
         ]),
         'No work sessions yet: create one above.',
       ),

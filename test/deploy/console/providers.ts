@@ -27,6 +27,7 @@ export function providersTests(s: ConsoleSuite): void {
     await s.open(page, 'Sign-in providers');
     const main = page.locator('main');
     await poll(() => main.getByRole('link', { name: s.d.oauthProvider.label, exact: true }).count()).toBe(1);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await s.expectAccessible(page, 'the providers page');
     await s.shots.take(page, 'providers');
 

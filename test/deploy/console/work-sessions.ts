@@ -34,6 +34,8 @@ export function workSessionsTests(s: ConsoleSuite): void {
     const id = decodeURIComponent((await link.getAttribute('href'))!.split('/').pop()!);
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     expect(await page.locator('#error').textContent()).toBe('');
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await s.shots.take(page, 'work-sessions-list');
 
     const guestLink = `${s.d.appOrigin}/?workSession=${id}`;
     await main.getByRole('button', { name: `Copy guest link of ${label}` }).click();

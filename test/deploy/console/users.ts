@@ -57,6 +57,11 @@ export function usersTests(s: ConsoleSuite): void {
     await page.getByLabel('Search by email').fill(unique('nobody'));
     await page.getByLabel('Search by email').press('Enter');
     await poll(() => page.locator('main .empty').textContent()).toMatch(/^No user has the address/);
+    // A refused address is said beside the field (the API's validation_failed), and the list stays.
+    await page.getByLabel('Search by email').fill('not an address');
+    await page.getByLabel('Search by email').press('Enter');
+    await poll(() => page.getByLabel('Search by email').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('#error').textContent()).not.toBe('');
     await page.getByLabel('Search by email').fill('');
     await mainButton(page, 'Search').click();
     await poll(() => pages.textContent()).toMatch(/^1–20 of/);
@@ -123,5 +128,9 @@ export function usersTests(s: ConsoleSuite): void {
     await s.afterStepUp(page, page.getByRole('heading', { level: 1, name: 'User deleted' }));
     expect(await userByEmail(email)).toBeUndefined();
     expect((await fetch(`${s.d.appOrigin}/api/auth/session`, { headers: { cookie } })).status).toBe(401);
+    // Its page, opened again, says the user is gone (not a blank page).
+    await page.reload();
+    await expectHeading(page, 'User');
+    await page.getByText('This user does not exist (any more).').waitFor();
   });
 }

@@ -343,6 +343,8 @@ describe('@svc/client against the running app: each answer fits the client type'
     await fits('updateProvider', admin.admin.updateProvider('github', { label: 'GitHub.com' }));
     const providers = await fits('oauthProviders', admin.oauthProviders());
     expect(providers).toContainEqual({ providerId: 'github', label: 'GitHub.com', type: 'arctic' });
+    const selfCheck = await fits('diagnostics', admin.admin.diagnostics());
+    expect(selfCheck.cookie.name).toBe('sid_app');
     expect(admin.oauthLoginUrl('github')).toBe('/api/auth/oauth/github');
     const { authorizationUrl } = await fits('linkProvider', admin.linkProvider('github'));
     expect(new URL(authorizationUrl).searchParams.get('client_id')).toBe('id');

@@ -271,6 +271,8 @@ export function createClient(options: ClientOptions = {}) {
       deleteWorkSession: (id: string) => call('deleteWorkSession', { params: { id } }),
       /** The audit log: `type` may end in `.*`; `since`/`until` ISO 8601. */
       audit: (query: { userId?: string; type?: string; since?: string; until?: string; cursor?: string; limit?: number } = {}) => call('audit', { query }),
+      /** What svc sees of this request, its cookie and frontends, and what is wrong with the deployment (findings). */
+      diagnostics: () => call('diagnostics'),
       /** Adds a webhook endpoint; keep the answer's `secret` (shown once) for the receiver. */
       createWebhook: (body: Bodies['createWebhook']) => call('createWebhook', { body }),
       listWebhooks: () => call('listWebhooks'),

@@ -54,6 +54,8 @@ export const routes = {
   deleteWorkSession: ['DELETE', '/auth/work-sessions/:id'],
   // 13. Audit log
   audit: ['GET', '/auth/audit'],
+  // 17. Deployment self-check
+  diagnostics: ['GET', '/auth/diagnostics'],
   activity: ['GET', '/auth/account/activity'],
   // 15. API keys (your own, and a user's as admin)
   createApiKey: ['POST', '/auth/api-keys'],
@@ -274,6 +276,14 @@ export interface Page<T> {
 export interface Items<T> {
   items: T[];
 }
+/** The deployment self-check (CONTRACT 17, docs/deployment-topologies.md) for the request that asked. */
+export interface Diagnostics {
+  seen: { scheme: string; host: string; clientIp: string; forwarded: boolean };
+  cookie: { name: string; secure: boolean; sameSite: 'strict' | 'lax' | 'none'; domain: string | null; partitioned: boolean };
+  frontendOrigins: string[];
+  findings: { code: string; message: string }[];
+}
+
 /** A page of the audit log: newest first; `nextCursor` asks for the next page (null: none). */
 export interface AuditPage {
   items: AuditRecord[];
@@ -447,6 +457,7 @@ export interface Responses {
   updateWorkSession: WorkSession;
   deleteWorkSession: void;
   audit: AuditPage;
+  diagnostics: Diagnostics;
   activity: AuditPage;
   createWebhook: NewWebhookEndpoint;
   listWebhooks: Items<WebhookEndpoint>;

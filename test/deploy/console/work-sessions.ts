@@ -27,6 +27,11 @@ export function workSessionsTests(s: ConsoleSuite): void {
     expect(await data.getAttribute('aria-invalid')).toBe('true');
     await s.expectAccessible(page, 'the work sessions form with an error');
 
+    // The API's own refusal (no plugin key) is said too, never a blank page.
+    await data.fill('{}');
+    await main.getByRole('button', { name: 'Create work session' }).click();
+    await poll(() => page.locator('#error').textContent()).toMatch(/plugin key/);
+
     await data.fill('{"svc__todo": {"owner": "someone"}}');
     await main.getByRole('button', { name: 'Create work session' }).click();
     const link = main.getByRole('link', { name: label, exact: true });

@@ -35,7 +35,7 @@ export async function pluginsOn(apiBase: string): Promise<PluginsOn> {
 export async function pluginCall<T>(path: string, opts: { query?: Record<string, string | number | undefined>; body?: unknown } = {}): Promise<T> {
   const search = new URLSearchParams();
   for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) search.set(k, String(v));
-  const qs = search.size ? `?${search}` : '';
+  const qs = search.toString() ? `?${search}` : ''; // not `search.size`: newer than the browsers the build targets
   let res: Response;
   try {
     res = await fetch(`${apiBase}${path}${qs}`, {

@@ -701,6 +701,9 @@ function report(meta: Record<string, unknown>, rows: Row[], sessionRuns: Session
   const failures = sessionRuns.reduce((n, s) => n + s.failures, 0);
   const loginFailures = loginRuns.reduce((n, l) => n + (l.logins - l.ok), 0);
   lines.push('', `GET errors + non-2xx: ${failures}; logins not 200: ${loginFailures}; \`login.succeeded\` deliveries received more than once: ${partA.duplicates}; bad signatures: ${partA.badSignatures}.`, '');
+  // Less moved by a busy machine than the rates: what the two deliveries of a login cost svc's CPU.
+  const cpu = rows.find((r) => r.measure.startsWith('server CPU ms per login'));
+  if (cpu) lines.push(`Server CPU per delivery, (two - none) / 2 of the medians above: ${fmt((cpu.two - cpu.none) / 2)} ms.`, '');
   if (d) {
     lines.push(
       `**Part 3, delivery throughput**: two instances (svc-a, svc-b) on the same Redis (BullMQ) and database (${d.database}), two endpoints subscribed to every type; ` +

@@ -2,7 +2,7 @@
 // says how it went, 200 {ok, checked, status?, message?} whatever the provider answered. Against a local
 // provider whose answers the test picks: a valid discovery document, a wrong issuer, not JSON, too large,
 // a redirect (not followed: the "internal" host never hears from svc), an issuer that stopped answering,
-// one that never answers (the timeout); an OAuth authorization endpoint that redirects (ok) or refuses.
+// one that never answers (the timeout); an OAuth authorization endpoint that redirects (ok) or refuses (an HTTP error, or a redirect back with `error`).
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +12,7 @@ import { createTestApp, type TestApp, type TestClient } from '../support/app.ts'
 
 type Mode = 'valid' | 'wrong-issuer' | 'not-json' | 'too-large' | 'redirect' | 'not-found' | 'hang';
 let mode: Mode = 'valid';
-let authorize: 302 | 400 = 302;
+let authorize: 302 | 400 | 'refused' = 302;
 const internalHits: string[] = [];
 
 function listen(handler: http.RequestListener): Promise<{ server: http.Server; origin: string }> {
@@ -45,7 +45,12 @@ beforeAll(async () => {
   });
   const discovery = (origin: string) => ({ issuer: origin, authorization_endpoint: `${origin}/authorize`, token_endpoint: `${origin}/token`, jwks_uri: `${origin}/jwks` });
   idp = await listen((req, res) => {
-    if (req.url === '/authorize' || req.url?.startsWith('/authorize?')) return res.writeHead(authorize, authorize === 302 ? { location: `${idp.origin}/login` } : {}).end();
+    if (req.url?.startsWith('/authorize?')) {
+      // RFC 6749 4.1.2.1: a refusal with a valid redirect URI goes back to it with `error`.
+      const back = `${new URL(req.url, idp.origin).searchParams.get('redirect_uri')}?error=unauthorized_client&state=x`;
+      if (authorize === 'refused') return res.writeHead(302, { location: back }).end();
+      return res.writeHead(authorize, authorize === 302 ? { location: `${idp.origin}/login` } : {}).end();
+    }
     if (req.url !== '/.well-known/openid-configuration') return res.writeHead(404).end();
     if (mode === 'hang') return; // never answers
     if (mode === 'not-found') return res.writeHead(404).end('no');
@@ -134,5 +139,7 @@ describe('POST /auth/providers/:id/test', () => {
     expect(passed.checked).not.toContain('a client secret');
     authorize = 400;
     expect(await check('acme')).toMatchObject({ ok: false, status: 400, message: expect.stringContaining('HTTP 400') });
+    authorize = 'refused';
+    expect(await check('acme')).toMatchObject({ ok: false, status: 302, message: expect.stringContaining('sent the browser back to svc with error=unauthorized_client') });
   });
 });

@@ -9,7 +9,8 @@
  *   touch the discovery cache of logins (oidc-issuers.ts).
  * - `arctic` and `custom`: builds the authorization URL as a login would (a throwaway state and
  *   verifier, nothing stored) and sends it a GET: a 2xx (the provider's sign-in page) or a 3xx (its
- *   redirect to one) is a pass, a 4xx or 5xx a failure whose status is reported.
+ *   redirect to one) is a pass; a 4xx or 5xx, or a redirect back to svc's callback with `error=`, a
+ *   failure whose status (and error code) is reported.
  *
  * The URL must pass the provider URL rule now (provider-urls.ts: `https:`, `http:` to loopback or with
  * SVC_ALLOW_INSECURE_PROVIDER_URLS=1), no redirect is followed, the request and its body are bounded in
@@ -55,6 +56,8 @@ export async function checkProvider(doc: ProviderDoc, clientSecret: string, issu
   if ('message' in answer) return { ok: false, checked: url, message: answer.message };
   const { res } = answer;
   await res.body?.cancel().catch(() => {});
+  const refused = refusedBack(res, url, doc.redirectUri);
+  if (refused) return { ok: false, checked: url, status: res.status, message: `the provider sent the browser back to svc with error=${refused}: check the client id, the redirect URI and the scopes` };
   if (res.status >= 200 && res.status < 400) {
     return { ok: true, checked: url, status: res.status, message: res.status < 300 ? 'the provider answered its sign-in page' : `the provider redirects to ${target(res, url)} (its sign-in page; not followed)` };
   }
@@ -102,6 +105,19 @@ async function get(url: string): Promise<{ res: Response } | { message: string }
   } catch (err) {
     return { message: `${new URL(url).host} cannot be reached (${reason(err)})` };
   }
+}
+
+/**
+ * The `error` of a redirect back to svc's own callback (an IdP that refuses an authorization request
+ * with a valid redirect URI answers that way, RFC 6749 4.1.2.1), or undefined for any other answer.
+ */
+function refusedBack(res: Response, from: string, redirectUri: string): string | undefined {
+  const location = res.status >= 300 && res.status < 400 ? res.headers.get('location') : null;
+  if (!location || !URL.canParse(location, from)) return undefined;
+  const to = new URL(location, from);
+  if (`${to.origin}${to.pathname}` !== redirectUri.replace(/[?#].*$/, '')) return undefined;
+  const error = to.searchParams.get('error');
+  return error ? error.replace(/[^\w.-]/g, '').slice(0, 64) || 'unknown' : undefined;
 }
 
 /** Where a 3xx points: scheme and host only (its path and query may carry anything). */

@@ -5,6 +5,7 @@
 
 import { isLoggedIn, SvcError, type LoginResult, type SessionWithUser } from '@svc/client';
 import { auditPage } from './pages/audit.ts';
+import { deploymentPage } from './pages/deployment.ts';
 import { pluginPages, pluginsOn } from './pages/plugins.ts';
 import { providersPage } from './pages/providers.ts';
 import { userPage, usersPage } from './pages/users.ts';
@@ -29,6 +30,7 @@ const PAGES: { path: string; title: string; show: Page }[] = [
   { path: 'work-sessions', title: 'Work sessions', show: workSessionsPage },
   { path: 'audit', title: 'Audit log', show: auditPage },
   { path: 'webhooks', title: 'Webhooks', show: webhooksPage },
+  { path: 'deployment', title: 'Deployment check', show: deploymentPage },
 ];
 
 let me: SessionWithUser | null = null;

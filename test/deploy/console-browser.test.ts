@@ -6,6 +6,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { consoleSuite, expectHeading, focusedLabel, mainButton, poll } from './console/harness.ts';
+import { deploymentTests } from './console/deployment.ts';
 import { eventsTests } from './console/events.ts';
 import { pluginsTests } from './console/plugins.ts';
 import { providersTests } from './console/providers.ts';
@@ -82,4 +83,5 @@ describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx'
   describe('work sessions', () => workSessionsTests(s));
   describe('audit log and webhooks', () => eventsTests(s));
   describe('cache list and CLI jobs', () => pluginsTests(s));
+  describe('deployment check', () => deploymentTests(s));
 });

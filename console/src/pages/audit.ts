@@ -1,5 +1,5 @@
 // The audit log (CONTRACT 13, docs/events.md): the filters of `GET /auth/audit` (user, type or `prefix.*`,
-// since, until), newest first, paged by cursor ("Older", and "Newer" back through the cursors seen).
+// since, until; records per page), newest first, paged by cursor ("Older", and "Newer" back through the cursors seen).
 // `#/audit/<userId>` opens it filtered to one user (the users page links there).
 
 import type { AuditRecord } from '@svc/client';
@@ -10,7 +10,10 @@ interface Filters {
   type?: string;
   since?: string;
   until?: string;
+  limit?: number;
 }
+
+const PAGE_SIZES = ['10', '25', '50', '100', '200'];
 
 /** A `datetime-local` value (the reader's local time) as ISO 8601 in UTC; none for an empty field. */
 const iso = (local: string | undefined) => (local ? new Date(local).toISOString() : undefined);
@@ -55,8 +58,8 @@ export async function auditPage(params: string[] = []): Promise<void> {
     {
       label: 'Filter the audit log',
       submit: 'Filter',
-      action: async ({ userId, type, since, until }) => {
-        filters = { userId: userId?.trim() || undefined, type: type?.trim() || undefined, since: iso(since), until: iso(until) };
+      action: async ({ userId, type, since, until, limit }) => {
+        filters = { userId: userId?.trim() || undefined, type: type?.trim() || undefined, since: iso(since), until: iso(until), limit: Number(limit) || undefined };
         cursors = [];
         cursor = undefined;
         await load();
@@ -69,6 +72,12 @@ export async function auditPage(params: string[] = []): Promise<void> {
       field('Type', { name: 'type', autocomplete: 'off', spellcheck: 'false' }, 'A type (login.failed) or a prefix (login.*)'),
       field('Since', { name: 'since', type: 'datetime-local', step: '1' }, 'Your local time; included'),
       field('Until', { name: 'until', type: 'datetime-local', step: '1' }, 'Your local time; not included'),
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'audit-limit' }, 'Records per page'),
+        h('select', { id: 'audit-limit', name: 'limit' }, ...PAGE_SIZES.map((n) => h('option', { value: n, selected: n === '50' }, n))),
+      ),
     ),
   );
 

@@ -23,7 +23,7 @@ export function eventsTests(s: ConsoleSuite): void {
     await receiver?.close();
   });
 
-  it("the audit log lists the admin's own login, filters by type (a prefix too) and time, and says a refused type beside its field", async () => {
+  it("the audit log lists the admin's own login, filters by type (a prefix too) and time, pages by cursor, and says a refused type beside its field", async () => {
     const page = await s.newPage();
     await s.signIn(page);
     await expectHeading(page, 'Users');
@@ -55,6 +55,21 @@ export function eventsTests(s: ConsoleSuite): void {
     await type.press('Enter');
     await poll(() => type.getAttribute('aria-invalid')).toBe(null);
     await poll(async () => [...new Set(await auditTypes(page))]).toEqual(['login.succeeded']);
+
+    // Paging by cursor: twelve users created, ten a page; Older shows the two before, Newer goes back.
+    const tag = Date.now();
+    for (let i = 0; i < 12; i++) await s.d.createUser(`audit-${tag}-${i}@example.com`, 'audit paging password');
+    await type.fill('user.created');
+    await page.getByLabel('Records per page', { exact: true }).selectOption('10');
+    await mainButton(page, 'Filter').click();
+    const users = page.locator('main table tbody tr', { hasText: `audit-${tag}-` });
+    await poll(() => users.count()).toBe(10);
+    expect(await users.first().textContent()).toContain(`audit-${tag}-11@`);
+    await mainButton(page, 'Older').click();
+    await poll(async () => (await users.count()) > 0 && (await users.first().textContent())?.includes(`audit-${tag}-1@`)).toBe(true);
+    expect(await users.count()).toBe(2);
+    await mainButton(page, 'Newer').click();
+    await poll(async () => (await users.first().textContent())?.includes(`audit-${tag}-11@`)).toBe(true);
     // Since (a date-time input, sent as ISO 8601): nothing from the future.
     await page.getByLabel('Since', { exact: true }).fill('2099-01-01T00:00:00');
     await mainButton(page, 'Filter').click();

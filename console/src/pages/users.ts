@@ -137,6 +137,8 @@ export async function userPage(id: string): Promise<void> {
     page('User', h('p', {}, 'This user does not exist (any more).'), h('p', {}, h('a', { href: href('users') }, 'All users')));
     return;
   }
+  // Another page was opened while the user was read: that page is drawn, not this one.
+  if (location.hash !== href('users', id)) return;
   const who = user.email;
 
   // Names

@@ -90,6 +90,21 @@ describe("GET/DELETE /auth/users/:id/sessions (admin)", () => {
   });
 });
 
+describe("an admin's own sessions through the admin routes", () => {
+  it('ending the current one works like a logout (cookie cleared); ending all ends the caller too', async () => {
+    const me = await t.createUser({ admin: true });
+    const c = await loggedIn(me);
+    const [current] = (await sessionsOf(me.id)).map((s) => s.id);
+    const res = await del(c, `/auth/users/${me.id}/sessions/${current}`);
+    expect(res.status).toBe(204);
+    expect(res.headers.get('set-cookie')).toMatch(/sid_app=;.*Max-Age=0/i);
+    expect((await c.fetch('/auth/session')).status).toBe(401);
+    const again = await loggedIn(me);
+    expect((await del(again, `/auth/users/${me.id}/sessions`)).headers.get('set-cookie')).toMatch(/Max-Age=0/i);
+    expect((await again.fetch('/auth/session')).status).toBe(401);
+  });
+});
+
 describe('GET /auth/users/:id/ways-in (admin)', () => {
   it('password and TOTP as booleans, passkeys and connected accounts without secrets', async () => {
     const user = await t.createUser();

@@ -694,6 +694,21 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     expect(order).toEqual(['email', 'password', 'Sign in', 'Sign in with a passkey', `Continue with ${d.oauthProvider.label}`]);
   });
 
+  it('an admin\'s account page shows the deployment check\'s findings (the Secure cookie over plain http here); a user\'s shows none (issue 58)', async () => {
+    const { page: p } = await newPage();
+    await signIn(p, d.admin.email, d.admin.password);
+    await expectAccount(p, d.admin.email);
+    const section = p.getByRole('region', { name: 'Deployment check (admins)' });
+    await poll(() => section.textContent()).toContain('cookie_secure_over_http');
+    await shots.take(p, 'account page of an admin with a deployment finding');
+    const email = `no-findings-${Date.now()}@example.com`;
+    await d.createUser(email, 'a user password 1');
+    const { page: q } = await newPage();
+    await signIn(q, email, 'a user password 1');
+    await expectAccount(q, email);
+    expect(await q.getByRole('region', { name: 'Deployment check (admins)' }).count()).toBe(0);
+  });
+
   it('captcha on risk: no failed logins, no widget (its script never loaded); after 3, the widget, solved, and the login succeeds (issue 56)', async () => {
     const email = 'captcha.person@example.com';
     const password = 'a long captcha password';

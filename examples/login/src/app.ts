@@ -732,10 +732,27 @@ async function pendingLinkSection(): Promise<HTMLElement | null> {
   );
 }
 
+/**
+ * For an admin: the deployment self-check's findings for this page's own requests (docs/deployment-topologies.md),
+ * the same the console and `svc doctor --url` show. Nothing when there is none, or for anyone else.
+ */
+async function deploymentSection(session: Session): Promise<HTMLElement | null> {
+  if (!session.isAdmin) return null;
+  const { findings } = await svc.admin.diagnostics().catch(() => ({ findings: [] }));
+  if (!findings.length) return null;
+  return h(
+    'section',
+    { 'aria-labelledby': 'deployment-title' },
+    h('h2', { id: 'deployment-title' }, 'Deployment check (admins)'),
+    h('p', {}, 'svc found settings that can cost users their session:'),
+    h('ul', {}, ...findings.map((f) => h('li', {}, h('strong', {}, f.code), `: ${f.message}`))),
+  );
+}
+
 async function accountPage(): Promise<void> {
   const session = await svc.currentSession({ user: true });
   if (!session) return location.assign(`/login?next=${encodeURIComponent(location.pathname)}`);
-  const sections = await Promise.all([pendingLinkSection(), sessionsSection(), passkeysSection(), connectedSection(), apiKeysSection()]);
+  const sections = await Promise.all([pendingLinkSection(), sessionsSection(), passkeysSection(), connectedSection(), apiKeysSection(), deploymentSection(session)]);
   const status = document.getElementById('status')!.textContent;
   page(
     'Your account',
@@ -759,6 +776,7 @@ async function accountPage(): Promise<void> {
     sections[2],
     sections[3],
     sections[4],
+    sections[5],
   );
   if (status) say(status); // a page redrawn after an action keeps its announcement
 }

@@ -3,6 +3,7 @@
 // and nothing at all (404) with `admin.console.enabled: false`. What the pages do: the browser suite
 // (test/deploy/console-browser.test.ts).
 
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
 
@@ -51,6 +52,13 @@ describe('admin console: serving', () => {
     expect(js.headers.get('cache-control')).toBe('no-cache');
     expect((await js.text()).length).toBeGreaterThan(1000);
     expect((await t.fetch('/admin/style.css')).headers.get('content-type')).toMatch(/^text\/css/);
+  });
+
+  it('the whole console is under its size budget: 60 KiB of JavaScript gzipped (docs/benchmarks.md)', async () => {
+    const js = Buffer.from(await (await t.fetch('/admin/app.js')).arrayBuffer());
+    const gzipped = gzipSync(js, { level: 9 }).length;
+    process.stdout.write(`admin console: app.js ${(js.length / 1024).toFixed(1)} KiB, ${(gzipped / 1024).toFixed(1)} KiB gzipped\n`);
+    expect(gzipped).toBeLessThan(60 * 1024);
   });
 
   it("puts app.name in the title and the header, escaped", async () => {

@@ -101,11 +101,23 @@ async function loginPage(): Promise<void> {
           'section',
           { 'aria-labelledby': 'oauth-title' },
           h('h2', { id: 'oauth-title' }, 'Or continue with'),
-          h('p', { class: 'hint' }, 'After the provider, you land on the app; open this console again.'),
-          h('div', { class: 'actions' }, ...providers.map((p) => actionButton(`Continue with ${p.label}`, () => svc.startOAuthLogin(p.providerId), { class: 'secondary' }))),
+          h('div', { class: 'actions' }, ...providers.map((p) => actionButton(`Continue with ${p.label}`, () => oauthLogin(p.providerId), { class: 'secondary' }))),
         )
       : null,
   );
+}
+
+/**
+ * Leaves for the provider; the way back is this console when svc takes the return path (the console is
+ * on a listed frontend's origin, as behind the proxy), else the app's start page.
+ */
+async function oauthLogin(providerId: string): Promise<void> {
+  try {
+    await svc.setReturnTo(location.pathname);
+  } catch {
+    // Served from an origin SVC_FRONTEND_URLS does not list (svc's own port): the provider's way back goes to `/`.
+  }
+  location.assign(svc.oauthLoginUrl(providerId));
 }
 
 function notAllowedPage(): void {

@@ -60,7 +60,7 @@ export const returnTo = ({ auth, config }: ServerInstance) =>
     config: { public: true },
     schema: {
       summary: 'Store the post-login path',
-      description: 'Needs header `X-Svc-OAuth-Return-To-CSRF` equal to the cookie from `/auth/oauth/return-to/csrf`, and a Referer of a listed frontend\'s `/login`.',
+      description: 'Needs header `X-Svc-OAuth-Return-To-CSRF` equal to the cookie from `/auth/oauth/return-to/csrf`, and a Referer of a listed frontend\'s `/login` (or of the admin console at `/admin`, `/api/admin`).',
       tags,
       body: v.strictObject({ returnTo: v.pipe(v.string(), v.maxLength(2048)) }),
     },
@@ -78,8 +78,10 @@ export const returnTo = ({ auth, config }: ServerInstance) =>
       // Each refusal says which condition failed (issue 26 §6); the Origin is the caller's own value.
       const refuse = (why: string) => new AppError(403, 'csrf_failed', `The return path was refused: ${why}`);
       if (!origin || !frontends.includes(origin)) throw refuse(`Origin "${printable(origin ?? '(none)')}" is not listed in SVC_FRONTEND_URLS`);
-      if (!referer || !frontends.includes(referer.origin) || referer.pathname !== '/login') {
-        throw refuse("it must be posted from a listed frontend's /login page (Referer)");
+      // The admin console (docs/console.md) is a login page too: its OAuth buttons come back to it.
+      const loginPages = config.admin.console.enabled ? ['/login', '/admin', '/api/admin'] : ['/login'];
+      if (!referer || !frontends.includes(referer.origin) || !loginPages.includes(referer.pathname)) {
+        throw refuse("it must be posted from a listed frontend's /login page (Referer), or from the admin console");
       }
       if (!cookie || !sameToken(cookie, header)) {
         throw refuse('the X-Svc-OAuth-Return-To-CSRF header must equal the token from GET /auth/oauth/return-to/csrf (and its cookie)');

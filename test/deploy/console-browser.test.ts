@@ -4,6 +4,7 @@
 // non-admin refused without admin data. Screenshots of each page: test-results/deploy/console/.
 // One deployment for all pages: each page's tests are a module of test/deploy/console/.
 
+import { Secret, TOTP } from 'otpauth';
 import { describe, expect, it } from 'vitest';
 import { consoleSuite, expectHeading, focusedLabel, mainButton, poll } from './console/harness.ts';
 import { deploymentTests } from './console/deployment.ts';
@@ -65,6 +66,44 @@ describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx'
       await s.shots.take(page, 'not-allowed');
       await mainButton(page, 'Sign out').click();
       await expectHeading(page, 'Sign in');
+    });
+
+    it('an admin with TOTP on: the password, then the code from the authenticator app', async () => {
+      const email = `totp-admin-${Date.now()}@example.com`;
+      const password = 'totp admin password';
+      const created = await s.d.adminFetch('/auth/users', { method: 'POST', body: JSON.stringify({ email, password, isAdmin: true }) });
+      expect(created.status, await created.clone().text()).toBe(201);
+      // TOTP on through the API, as the admin would in their account page.
+      const login = await fetch(`${s.d.appOrigin}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+      const cookie = login.headers.getSetCookie().map((c) => c.split(';')[0]!).join('; ');
+      const call = (path: string, body: unknown) => fetch(`${s.d.appOrigin}/api${path}`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const { otpauthUri } = (await (await call('/auth/totp/enroll', {})).json()) as { otpauthUri: string };
+      const totp = new TOTP({ secret: Secret.fromBase32(new URL(otpauthUri).searchParams.get('secret')!) });
+      expect((await call('/auth/totp/confirm', { code: totp.generate() })).status).toBe(200);
+
+      const page = await s.newPage();
+      await s.signIn(page, { email, password });
+      await expectHeading(page, 'Two-step verification');
+      await s.expectAccessible(page, 'the second step');
+      // The code of the next period: the one just used to confirm may not be taken twice.
+      await page.getByLabel('Code', { exact: true }).fill(totp.generate({ timestamp: Date.now() + 30_000 }));
+      await mainButton(page, 'Verify').click();
+      await expectHeading(page, 'Users');
+    });
+
+    it('OAuth with the real OpenID provider comes back to the console: a user who is not an admin is told so', async () => {
+      const page = await s.newPage();
+      await page.goto(s.url);
+      await expectHeading(page, 'Sign in');
+      await mainButton(page, `Continue with ${s.d.oauthProvider.label}`).click();
+      await page.waitForURL((url) => url.origin !== s.d.appOrigin);
+      await page.locator('input[name=login]').fill(s.d.oauthProvider.login);
+      await page.locator('input[name=password]').fill('any password');
+      await page.getByRole('button', { name: 'Sign-in' }).click();
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.waitForURL((url) => url.origin === s.d.appOrigin && url.pathname === '/api/admin', { timeout: 20_000 });
+      await expectHeading(page, 'Not allowed');
+      expect(await page.locator('main').textContent()).toContain(s.d.oauthProvider.email);
     });
 
     it('dark mode from the system setting passes axe-core too, and nothing is wider than a 360 px screen', async () => {

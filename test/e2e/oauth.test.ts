@@ -681,7 +681,10 @@ for (const [storeName, url] of [
         await expect403(await post({ ...good, referer: `${FRONTEND}/settings` }), 'wrong Referer path');
         await expect403(await post({ ...good, referer: 'https://evil.example/login' }), 'Referer of another origin');
         await expect403(await post(good, h.browser()), 'token without its cookie (another browser)');
+        await expect403(await post({ ...good, referer: `${FRONTEND}/admin/x` }), 'a path under the console is no login page');
         expect((await post(good)).status).toBe(204);
+        // The admin console is a login page too (docs/console.md), at /admin or /api/admin.
+        for (const page of ['/admin', '/api/admin']) expect((await post({ ...good, referer: `${FRONTEND}${page}` })).status, page).toBe(204);
       });
 
       it('unknown or disabled provider: provider_not_found, at the start and at the callback (with or without a state)', async () => {

@@ -91,6 +91,39 @@ describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx'
       await expectHeading(page, 'Users');
     });
 
+    it('an admin with a passkey signs in with it alone (a CDP virtual authenticator)', async () => {
+      const page = await s.newPage();
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send('WebAuthn.enable');
+      await cdp.send('WebAuthn.addVirtualAuthenticator', {
+        options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+      });
+      await s.signIn(page);
+      await expectHeading(page, 'Users');
+      // The admin adds a passkey as their account page would (the console manages others, not its own
+      // ways in): WebAuthn in this page, the options and the result through the API.
+      const added = await page.evaluate(async () => {
+        const b64 = (s: string) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/')), (ch) => ch.charCodeAt(0));
+        const out = (buf: ArrayBuffer) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+        const post = (path: string, body: unknown) => fetch(`/api${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const options = (await (await post('/auth/passkeys/options', {})).json()) as { challenge: string; user: { id: string; name: string; displayName: string }; excludeCredentials?: { id: string }[] } & Record<string, unknown>;
+        const credential = (await navigator.credentials.create({
+          publicKey: { ...(options as object), challenge: b64(options.challenge), user: { ...options.user, id: b64(options.user.id) }, excludeCredentials: [] } as unknown as PublicKeyCredentialCreationOptions,
+        })) as PublicKeyCredential;
+        const response = credential.response as AuthenticatorAttestationResponse;
+        const res = await post('/auth/passkeys', {
+          name: 'Console key',
+          response: { id: credential.id, rawId: out(credential.rawId), type: credential.type, clientExtensionResults: {}, response: { clientDataJSON: out(response.clientDataJSON), attestationObject: out(response.attestationObject), transports: response.getTransports() } },
+        });
+        return res.status;
+      });
+      expect(added).toBe(201);
+      await page.getByRole('navigation', { name: 'Console' }).getByRole('button', { name: 'Sign out' }).click();
+      await expectHeading(page, 'Sign in');
+      await mainButton(page, 'Sign in with a passkey').click();
+      await expectHeading(page, 'Users');
+    });
+
     it('OAuth with the real OpenID provider comes back to the console: a user who is not an admin is told so', async () => {
       const page = await s.newPage();
       await page.goto(s.url);

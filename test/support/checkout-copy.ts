@@ -7,8 +7,8 @@ import { cpSync, existsSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { PROJECT_DIR, tempDir } from './spawn.ts';
 
-/** What svc itself is made of: its sources, its bin, its bundled plugins and workspace packages, the vendored docs script. */
-const SVC_FILES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'src', 'routes', 'plugins', 'packages', 'vendor'];
+/** What svc itself is made of: its sources, its bin, its bundled plugins and workspace packages, the vendored docs script, the admin console (with the example's DOM helpers it shares). */
+const SVC_FILES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'src', 'routes', 'plugins', 'packages', 'vendor', 'console', path.join('examples', 'login', 'src')];
 
 /**
  * A temp folder (removed by `stopAll()`) holding svc's own files as they are in the working tree, modification

@@ -6,6 +6,7 @@
 
 import { Secret, TOTP } from 'otpauth';
 import { describe, expect, it } from 'vitest';
+import { sleep } from '../support/spawn.ts';
 import { consoleSuite, expectHeading, focusedLabel, mainButton, poll } from './console/harness.ts';
 import { deploymentTests } from './console/deployment.ts';
 import { eventsTests } from './console/events.ts';
@@ -15,12 +16,16 @@ import { usersTests } from './console/users.ts';
 import { workSessionsTests } from './console/work-sessions.ts';
 import { missingPrograms } from './support/deployment.ts';
 
+/** `auth.session.freshAge` of the deployment, seconds. */
+const FRESH_AGE = 12;
+
 const missing = missingPrograms();
 if (missing.length && process.env.CI === 'true') throw new Error(`CI=true but the console browser test lacks: ${missing.join(', ')}`);
 if (missing.length) process.stderr.write(`\n!!!!!!!! SKIPPED: the console browser test needs ${missing.join(' and ')} !!!!!!!!\n\n`);
 
 describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx', () => {
-  const s = consoleSuite({ appConfig: { app: { name: 'Acme Notes' }, plugins: ['@svc/plugin-cli-connector'] }, env: { SVC_ALLOW_INSECURE_WEBHOOK_URLS: '1' } });
+  // auth.session.freshAge short: the step-up test waits it out; every other step-up action answers the dialog if it comes (s.afterStepUp).
+  const s = consoleSuite({ appConfig: { app: { name: 'Acme Notes' }, plugins: ['@svc/plugin-cli-connector'], auth: { session: { freshAge: FRESH_AGE } } }, env: { SVC_ALLOW_INSECURE_WEBHOOK_URLS: '1' } });
 
   describe('sign-in', () => {
     it('an admin signs in with the keyboard alone and lands on the users page; the sign-in page passes axe-core', async () => {
@@ -137,6 +142,32 @@ describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx'
       await page.waitForURL((url) => url.origin === s.d.appOrigin && url.pathname === '/api/admin', { timeout: 20_000 });
       await expectHeading(page, 'Not allowed');
       expect(await page.locator('main').textContent()).toContain(s.d.oauthProvider.email);
+    });
+
+    it('a change that needs a recent sign-in asks for it in the "Confirm it is you" dialog, then goes on', async () => {
+      const email = `stepped-${Date.now()}@example.com`;
+      await s.d.createUser(email, 'a user password 1');
+      const { items } = (await (await s.d.adminFetch(`/auth/users?email=${encodeURIComponent(email)}`)).json()) as { items: { id: string }[] };
+      const page = await s.newPage();
+      await s.signIn(page);
+      await expectHeading(page, 'Users');
+      const signedInAt = Date.now();
+      await page.goto(`${s.url}#/users/${items[0]!.id}`);
+      await expectHeading(page, email);
+      await sleep(Math.max(0, signedInAt + (FRESH_AGE + 1) * 1000 - Date.now()));
+      await mainButton(page, 'Delete user').click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete user' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
+      await dialog.waitFor({ timeout: 20_000 });
+      await s.expectAccessible(page, 'the step-up dialog');
+      await s.shots.take(page, 'step-up dialog');
+      await dialog.getByLabel('Password', { exact: true }).fill('not the password');
+      await dialog.getByRole('button', { name: 'Confirm' }).click();
+      await poll(() => dialog.getByRole('alert').textContent()).toMatch(/wrong/i);
+      await dialog.getByLabel('Password', { exact: true }).fill(s.d.admin.password);
+      await dialog.getByRole('button', { name: 'Confirm' }).click();
+      await expectHeading(page, 'User deleted');
+      expect((await (await s.d.adminFetch(`/auth/users?email=${encodeURIComponent(email)}`)).json()) as { items: unknown[] }).toMatchObject({ items: [] });
     });
 
     it('dark mode from the system setting passes axe-core too, and nothing is wider than a 360 px screen', async () => {

@@ -56,7 +56,7 @@ const KEY = /^[a-z0-9_]+$/;
  * answered `/docs`, `plugins/plugin` the package plugins' `/plugin/...`) or be unreachable (`api`: the
  * prefix every route answers under too). A test holds it to the routes the app has.
  */
-export const RESERVED_PLUGIN_KEYS: readonly string[] = ['api', 'auth', 'docs', 'health', 'openapi', 'plugin', 'socket'];
+export const RESERVED_PLUGIN_KEYS: readonly string[] = ['admin', 'api', 'auth', 'docs', 'health', 'openapi', 'plugin', 'socket'];
 const BUNDLED = fileURLToPath(new URL('../../plugins/', import.meta.url));
 /** The bundled plugins' sources: the same plugins as BUNDLED when svc runs compiled (dist/plugins/). */
 const BUNDLED_SOURCES = path.resolve(BUNDLED, path.basename(path.resolve(BUNDLED, '..')) === 'dist' ? '../../plugins' : '.');

@@ -52,7 +52,7 @@ export const endOwnSession = ({ auth }: ServerInstance) =>
       const current = c.get('session')!;
       const ended = await auth.sessions.destroyByPublicId(current.userId, params.id);
       if (!ended) throw notFound('No live session of yours has this id');
-      if (ended.hash === current.hash) auth.clearSessionCookie(c);
+      if (ended.hash === current.hash) auth.sessionCookie.clear(c);
       await auth.audit.record(c, { type: 'session.revoked', subject: { userId: current.userId }, sessionId: params.id, details: { reason: 'session_deleted' } });
       return c.body(null, 204);
     },

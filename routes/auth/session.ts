@@ -84,7 +84,7 @@ export const logout = ({ auth }: ServerInstance) =>
       const id = readCookie(c, auth.cookieName);
       const ended = id ? await auth.sessions.destroy(id) : null;
       if (ended) await auth.audit.record(c, { type: 'logout', actor: { type: 'user', id: ended.userId }, subject: { userId: ended.userId }, sessionId: publicSessionId(ended.hash) });
-      auth.clearSessionCookie(c);
+      auth.sessionCookie.clear(c);
       return c.body(null, 204);
     },
   });
@@ -99,7 +99,7 @@ export const logoutAll = ({ auth }: ServerInstance) =>
     schema: { summary: 'Log out of every session of this user', tags: ['auth'] },
     handler: async (c) => {
       await auth.logoutEverywhere(c.get('authUser')!.userId, c);
-      auth.clearSessionCookie(c);
+      auth.sessionCookie.clear(c);
       return c.body(null, 204);
     },
   });
@@ -118,7 +118,7 @@ export const session = ({ auth }: ServerInstance) => {
       // the auth API so its provider token blobs go too. Only this one: the id may belong to another
       // app sharing the store under the same key prefix, whose user simply is not in our database.
       await auth.endSession(readCookie(c, auth.cookieName)!);
-      auth.clearSessionCookie(c);
+      auth.sessionCookie.clear(c);
       throw new AppError(401, 'unauthenticated', 'You need to log in');
     }
     return c.json({ ...body, user: toPublicUser(user) });

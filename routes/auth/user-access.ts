@@ -64,7 +64,7 @@ export const endUserSession = ({ auth }: ServerInstance) =>
       const ended = await auth.sessions.destroyByPublicId(user._id, params.sessionId);
       if (!ended) throw notFound('This user has no live session with this id');
       // The admin's own current session: ended like a logout (the cookie goes too).
-      if (ended.hash === c.get('session')?.hash) auth.clearSessionCookie(c);
+      if (ended.hash === c.get('session')?.hash) auth.sessionCookie.clear(c);
       await auth.audit.record(c, { type: 'session.revoked', actor: adminActor(c), subject: { userId: user._id, email: user.email }, sessionId: params.sessionId, details: { reason: 'admin' } });
       return c.body(null, 204);
     },
@@ -88,7 +88,7 @@ export const endUserSessions = ({ auth }: ServerInstance) =>
       const user = await auth.users.get(params.id);
       await auth.users.advanceEpoch(user._id);
       await auth.endAllSessions(user._id, { reason: 'admin', c, actor: adminActor(c) });
-      if (user._id === c.get('authUser')?.userId && c.get('session')) auth.clearSessionCookie(c);
+      if (user._id === c.get('authUser')?.userId && c.get('session')) auth.sessionCookie.clear(c);
       return c.body(null, 204);
     },
   });

@@ -1,13 +1,11 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import { deleteCookie, setCookie } from 'hono/cookie';
 import { readCookie } from '../http/cookie.ts';
-import { serialize, type CookieOptions } from 'hono/utils/cookie';
 import type { Config } from '../config/load.ts';
 import type { Database } from '../db/index.ts';
 import type { AppEnv } from '../http/env.ts';
 import { AppError, forbidden } from '../http/errors.ts';
 import { isPending, syncAwareLayer, type SyncAwareLayer } from '../http/dispatch.ts';
-import { dropPresetHeader, presetHeader } from '../http/response-headers.ts';
+import { presetHeader } from '../http/response-headers.ts';
 import { nodeRequest, requestHeader } from '../http/request-headers.ts';
 import { acceptsApiKeys, apiKeyNotAllowed, checkScopes } from '../http/route.ts';
 import { ADMIN_SCOPE, ApiKeyService, bearerApiKey } from './api-keys.ts';
@@ -28,6 +26,7 @@ import { publicSessionId, SessionService, type LookedUp, type Session, type Sess
 import { totpEnabled, TotpService } from './totp.ts';
 import { CodeLimit, PendingMfaLogins, type PendingMfa } from './mfa.ts';
 import { FlowCookies } from './flow-cookies.ts';
+import { SessionCookie } from './session-cookie.ts';
 import { epochOf, isAdmin, UserService, WAYS_IN_IN_DOC, type UserDoc, type UserPatch } from './users.ts';
 import { PasskeyService, type PasskeyView } from './passkeys.ts';
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
@@ -158,7 +157,8 @@ export class Auth {
     this.mailer = parts.mailer;
     this.email = new EmailSelfService(this, config, parts.stores.forRole('sessions'), parts.mailer, this.flowCookies);
     this.devices = new KnownDevices(config, parts.stores.forRole('sessions'), parts.mailer, parts.logger, this);
-    this.cookieName = config.auth.cookie.hostPrefix ? `__Host-${config.auth.cookie.name}` : config.auth.cookie.name;
+    this.sessionCookie = new SessionCookie(config);
+    this.cookieName = this.sessionCookie.name;
   }
 
   static async create(config: Config, stores: Stores, db: Database, logger: Logger): Promise<Auth> {
@@ -209,47 +209,10 @@ export class Auth {
     this.assets.register(prefix, resolver);
   }
 
+  /** The session cookie: set at a login, cleared at a logout (`sessionCookie.clear(c)`), renewed by the hook. */
+  readonly sessionCookie: SessionCookie;
   /** The session cookie's name: `auth.cookie.name`, with `__Host-` when `auth.cookie.hostPrefix` is on. */
   readonly cookieName: string;
-
-  /** Sets the session cookie; Max-Age defaults to the session TTL (CONTRACT section 3). */
-  setSessionCookie(c: Context, id: string, maxAge = this.config.auth.session.ttl): void {
-    this.dropRefreshedCookie(c);
-    setCookie(c, this.cookieName, id, this.cookieOptions(maxAge));
-  }
-
-  private cookieOptions(maxAge: number): CookieOptions {
-    const { secure, sameSite, domain, partitioned } = this.config.auth.cookie;
-    return {
-      httpOnly: true,
-      path: '/',
-      secure,
-      sameSite: sameSite === 'strict' ? 'Strict' : sameSite === 'lax' ? 'Lax' : 'None',
-      maxAge,
-      ...(domain ? { domain } : {}),
-      ...(partitioned ? { partitioned } : {}),
-    };
-  }
-
-  /** Clears the session cookie, with the attributes it was set with (CONTRACT section 3). */
-  clearSessionCookie(c: Context): void {
-    this.dropRefreshedCookie(c);
-    deleteCookie(c, this.cookieName, this.cookieOptions(0));
-  }
-
-  /**
-   * A handler that sets or clears the session cookie replaces the refresh the session hook wrote
-   * for this request, so the response carries one session Set-Cookie. Rare path (login, logout).
-   */
-  private dropRefreshedCookie(c: Context): void {
-    if (!c.get('cookieRefreshed')) return;
-    c.set('cookieRefreshed', false);
-    if (dropPresetHeader(c, 'Set-Cookie')) return;
-    const headers = c.res.headers;
-    const others = headers.getSetCookie().filter((line) => !line.startsWith(`${this.cookieName}=`));
-    headers.delete('set-cookie');
-    for (const line of others) headers.append('set-cookie', line);
-  }
 
   /**
    * A first step that proved who they are (password, magic link, passkey without user verification,
@@ -258,7 +221,7 @@ export class Auth {
    * not when the code arrives: the browser is between two users' sessions no longer.
    */
   async startSecondStep(c: Context, pending: PendingMfa): Promise<void> {
-    if (await this.endCarriedSession(c)) this.clearSessionCookie(c);
+    if (await this.endCarriedSession(c)) this.sessionCookie.clear(c);
     await this.mfa.start(c, pending);
   }
 
@@ -312,7 +275,7 @@ export class Auth {
           await this.sessions.destroy(id).catch(() => {});
           throw err;
         }
-        this.setSessionCookie(c, id);
+        this.sessionCookie.set(c, id);
         await this.devices.afterLogin(c, fresh, session, deviceHash);
         await this.audit.record(c, {
           type: 'login.succeeded',
@@ -683,23 +646,11 @@ export class Auth {
     }
   }
 
-  /**
-   * The `Set-Cookie` value that renews the session cookie after this lookup (sliding sessions), or null.
-   * Its attributes depend on Max-Age alone, nearly always the TTL: serialized once per value (Hono's
-   * `serialize` per request was 2% of the default path's CPU), the id (43 URL-safe characters, which
-   * `serialize` leaves as they are) put in front.
-   */
+  /** The `Set-Cookie` value that renews the session cookie after this lookup (sliding sessions), or null. */
   refreshedCookie(id: string, found: LookedUp): string | null {
     const maxAge = this.sessions.cookieRefresh(found);
-    if (maxAge === null) return null;
-    if (this.refreshAttributes?.maxAge !== maxAge) {
-      const attributes = serialize(this.cookieName, '', this.cookieOptions(maxAge)).slice(this.cookieName.length + 1);
-      this.refreshAttributes = { maxAge, attributes };
-    }
-    return `${this.cookieName}=${id}${this.refreshAttributes.attributes}`;
+    return maxAge === null ? null : this.sessionCookie.refreshed(id, maxAge);
   }
-
-  private refreshAttributes: { maxAge: number; attributes: string } | undefined;
 
   /**
    * Node requests whose session cookie `GET /auth/session`'s lane (routes/auth/session.ts) already

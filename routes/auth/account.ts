@@ -147,7 +147,7 @@ export const disconnectAccount = ({ auth }: ServerInstance) =>
     },
     handler: async (c, { params }) => {
       const userId = c.get('authUser')!.userId;
-      await auth.disconnect(userId, params.provider, params.providerAccountId);
+      await auth.waysIn.disconnect(userId, params.provider, params.providerAccountId);
       await auth.audit.record(c, { type: 'oauth.unlinked', subject: { userId }, details: { providerId: params.provider } });
       return c.body(null, 204);
     },

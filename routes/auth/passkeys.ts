@@ -56,7 +56,7 @@ export const registerPasskey = ({ auth }: ServerInstance) =>
     },
     handler: async (c, { body }) => {
       const userId = c.get('authUser')!.userId;
-      const created = await auth.addPasskey(userId, c.get('session')!.hash, body.response as unknown as RegistrationResponseJSON, body.name);
+      const created = await auth.waysIn.addPasskey(userId, c.get('session')!.hash, body.response as unknown as RegistrationResponseJSON, body.name);
       await auth.audit.record(c, { type: 'passkey.added', subject: { userId }, details: { passkeyId: created.id, name: created.name } });
       return c.json({ id: created.id, name: created.name, createdAt: created.createdAt }, 201);
     },
@@ -91,7 +91,7 @@ export const deletePasskey = ({ auth }: ServerInstance) =>
     schema: { summary: 'Remove a passkey', description: '404 `not_found` for an id that is not one of yours; 409 `last_login_method` for your only way to log in; 403 `reauthentication_required` (step-up).', tags, params: idParams },
     handler: async (c, { params }) => {
       const userId = c.get('authUser')!.userId;
-      await auth.removePasskey(userId, params.id);
+      await auth.waysIn.removePasskey(userId, params.id);
       await auth.audit.record(c, { type: 'passkey.removed', subject: { userId }, details: { passkeyId: params.id } });
       return c.body(null, 204);
     },

@@ -12,7 +12,6 @@ import { ADMIN_SCOPE, ApiKeyService, bearerApiKey } from './api-keys.ts';
 import { DeviceFlow } from './device-flow.ts';
 import type { Logger } from '../logger.ts';
 import type { Stores } from '../store/index.ts';
-import type { Store } from '../store/store.ts';
 import { AssetTokens, type AssetResolver } from './assets.ts';
 import { AccountLinks } from './oauth/accounts.ts';
 import { OAuthFlow, type OAuthLoginHandler, type ProviderTokenBlob } from './oauth/flow.ts';
@@ -27,10 +26,9 @@ import { totpEnabled, TotpService } from './totp.ts';
 import { CodeLimit, PendingMfaLogins, type PendingMfa } from './mfa.ts';
 import { FlowCookies } from './flow-cookies.ts';
 import { SessionCookie } from './session-cookie.ts';
+import { WaysIn } from './ways-in.ts';
 import { epochOf, isAdmin, UserService, WAYS_IN_IN_DOC, type UserDoc, type UserPatch } from './users.ts';
-import { PasskeyService, type PasskeyView } from './passkeys.ts';
-import type { RegistrationResponseJSON } from '@simplewebauthn/server';
-import { randomBytes } from 'node:crypto';
+import { PasskeyService } from './passkeys.ts';
 import type { IncomingMessage } from 'node:http';
 import { Mailer } from '../email/transport.ts';
 import { Webhooks } from '../webhooks/index.ts';
@@ -124,7 +122,8 @@ export class Auth {
   /** Known devices, new-device notices and `POST /auth/not-me` (CONTRACT 14). */
   readonly devices: KnownDevices;
   private readonly logger: Logger;
-  private readonly waysInStore: Store;
+  /** Removing and adding ways in (identities, passkeys) that must never leave a user locked out. */
+  readonly waysIn: WaysIn;
 
   private constructor(
     readonly config: Config,
@@ -150,7 +149,7 @@ export class Auth {
     this.flowCookies = new FlowCookies(config);
     this.mfa = new PendingMfaLogins(parts.stores.forRole('sessions'), config, this.flowCookies);
     this.codeLimit = new CodeLimit(parts.stores.forRole('sessions'), config.auth.store.keyPrefix);
-    this.waysInStore = parts.stores.forRole('sessions');
+    this.waysIn = new WaysIn(config, parts.stores.forRole('sessions'), this.users, this.passkeys, this.accounts);
     this.assets = new AssetTokens(parts.stores.forRole('sessions'), config.auth.store.keyPrefix, sessions);
     // Best effort: a session token also checks at every download that its session lives.
     this.onSessionEnd((sid) => this.assets.endSession(sid).catch(() => {}));
@@ -479,79 +478,6 @@ export class Auth {
     await this.revokeApiKeys(id, cause);
     await this.users.delete(id);
     await this.endWaysInOutsideDoc(id, cause);
-  }
-
-  /**
-   * Runs `change` while no other change of the user's ways in runs, on any instance (a store lock,
-   * `SET NX` with a 10 s expiry): "is this the last way in?" and the removal are one step, so two
-   * parallel removals cannot each leave the other as the last way in and then both go.
-   */
-  private async withWaysInLock<T>(userId: string, change: () => Promise<T>): Promise<T> {
-    const key = `${this.config.auth.store.keyPrefix}ways-in-lock:${userId}`;
-    const token = randomBytes(16).toString('base64url');
-    for (let attempt = 0; !(await this.waysInStore.set(key, token, { nx: true, ttl: 10 })); attempt++) {
-      if (attempt >= 100) throw new AppError(503, 'unavailable', 'Another change of this account is under way; try again');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    try {
-      return await change();
-    } finally {
-      await this.waysInStore.del(key).catch(() => {});
-    }
-  }
-
-  /** Whether the user has a way in besides the one `without` names. */
-  private async hasOtherWayIn(user: UserDoc, without: { identity?: boolean; passkey?: boolean }): Promise<boolean> {
-    if (user.passwordHash) return true;
-    if (user.oauthAccounts.length > (without.identity ? 1 : 0)) return true;
-    return (await this.passkeys.count(user._id)) > (without.passkey ? 1 : 0);
-  }
-
-  /**
-   * Disconnects one identity of a user (CONTRACT 10): 404 when it is not theirs, 409
-   * `last_login_method` when nothing else would log them in (no password, no other identity, no
-   * passkey). A lifecycle event: the epoch moves.
-   */
-  async disconnect(userId: string, provider: string, providerAccountId: string): Promise<void> {
-    await this.withWaysInLock(userId, async () => {
-      const user = await this.users.get(userId);
-      const mine = user.oauthAccounts.some((a) => a.provider === provider && a.providerAccountId === providerAccountId);
-      if (!mine) throw new AppError(404, 'not_found', 'No connected account of yours matches');
-      if (!(await this.hasOtherWayIn(user, { identity: true }))) {
-        throw new AppError(409, 'last_login_method', 'This is your only way to log in: set a password, add a passkey or connect another account first');
-      }
-      if (!(await this.accounts.unlink(userId, provider, providerAccountId))) throw new AppError(404, 'not_found', 'No connected account of yours matches');
-      await this.users.advanceEpoch(userId);
-    });
-  }
-
-  /** Removes one passkey of a user: 404 when it is not theirs, 409 `last_login_method`. A lifecycle event. */
-  async removePasskey(userId: string, id: string): Promise<void> {
-    await this.withWaysInLock(userId, async () => {
-      const user = await this.users.get(userId);
-      const mine = (await this.passkeys.list(userId)).some((p) => p.id === id);
-      if (mine && !(await this.hasOtherWayIn(user, { passkey: true }))) {
-        throw new AppError(409, 'last_login_method', 'This passkey is your only way to log in: set a password or add another passkey first');
-      }
-      await this.passkeys.remove(userId, id);
-      await this.users.advanceEpoch(userId);
-    });
-  }
-
-  /**
-   * Saves a passkey from the browser's response to this session's options. A lifecycle event that
-   * came after the options (or while saving: a claim) leaves no passkey behind: the options carry
-   * the epoch, and the user is read again after the write (see `login` for the order).
-   */
-  async addPasskey(userId: string, sessionHash: string, response: RegistrationResponseJSON, name: string | undefined): Promise<PasskeyView> {
-    const user = await this.users.get(userId);
-    const created = await this.passkeys.register(user, sessionHash, response, name);
-    const fresh = await this.users.findById(userId);
-    if (!fresh || epochOf(fresh) !== epochOf(user)) {
-      await this.passkeys.remove(userId, created.id).catch(() => {});
-      throw new AppError(400, 'invalid_passkey', 'The account changed while the passkey was saved: start again');
-    }
-    return created;
   }
 
   /**

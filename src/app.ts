@@ -111,10 +111,16 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
   const guards: SyncAwareLayer<AppEnv> = function guards(c, next) {
     const fromBrowser = requestHeader(c, 'origin') !== undefined;
     const hasBody = requestHeader(c, 'content-length') !== undefined || requestHeader(c, 'transfer-encoding') !== undefined;
-    if (!fromBrowser && !hasBody) return next();
+    // A browser's request from another site that names no Origin: the origin check refuses it if it would change anything.
+    const crossSite = !fromBrowser && requestHeader(c, 'sec-fetch-site') === 'cross-site';
+    if (!fromBrowser && !hasBody && !crossSite) return next();
     const later = promised(next);
-    const withKey = fromBrowser && bearerApiKey(requestHeader(c, 'authorization')) !== undefined;
-    const checked = fromBrowser ? () => corsHandler(c, () => (withKey ? later() : checkOrigin(c, later)) as Promise<void>) as Promise<void> : later;
+    const withKey = (fromBrowser || crossSite) && bearerApiKey(requestHeader(c, 'authorization')) !== undefined;
+    const checked = fromBrowser
+      ? () => corsHandler(c, () => (withKey ? later() : checkOrigin(c, later)) as Promise<void>) as Promise<void>
+      : crossSite && !withKey
+        ? () => checkOrigin(c, later) as Promise<void>
+        : later;
     return hasBody ? bodyLimiter(c, checked) : checked();
   };
   // The session hook, and `global.requireAuthentication`'s guard right after it, as one layer.

@@ -145,6 +145,12 @@ export function originCheck(config: Config, logger: Logger): MiddlewareHandler<A
         );
       }
     }
+    // A browser that says the request comes from another site but names no Origin (a listed frontend
+    // always sends one): nothing vouches for it (issue 58). Non-browser clients send neither header.
+    if (!origin && UNSAFE.has(c.req.method) && c.req.header('sec-fetch-site') === 'cross-site' && !(c.req.method === 'POST' && FORM_POST_CALLBACK.test(c.req.path))) {
+      logRefusal('(none, Sec-Fetch-Site: cross-site)', { ownOrigin: printable(requestOrigin(c, trustProxy)), reqId: c.get('requestId') });
+      throw new AppError(403, 'csrf_failed', 'A cross-site request (Sec-Fetch-Site: cross-site) without an Origin may not change anything here');
+    }
     await next();
   };
 }

@@ -71,3 +71,22 @@ describe('forwarded headers', () => {
     expect(await attributes(forged)).toEqual(await attributes({}));
   });
 });
+
+describe('cross-site requests', () => {
+  it('a state-changing request with a valid cookie, Sec-Fetch-Site cross-site and no Origin is 403 csrf_failed; same-site or without the header it goes through', async () => {
+    const t = await createTestApp({ env: { SVC_FRONTEND_URLS: 'https://app.example.test' } });
+    apps.push(t);
+    const user = await t.createUser();
+    const c = t.client();
+    await c.login(user.email, user.password);
+    const logout = (headers: Record<string, string>) => c.fetch('/auth/logout', { method: 'POST', headers });
+    const refused = await logout({ 'sec-fetch-site': 'cross-site' });
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('csrf_failed');
+    expect((await c.fetch('/auth/session')).status).toBe(200);
+    // A listed frontend on another site sends its Origin: allowed (topology 3).
+    expect((await c.fetch('/auth/session', { headers: { 'sec-fetch-site': 'cross-site', origin: 'https://app.example.test' } })).status).toBe(200);
+    expect((await logout({ 'sec-fetch-site': 'same-site' })).status).toBe(204);
+    expect((await c.fetch('/auth/session')).status).toBe(401);
+  });
+});

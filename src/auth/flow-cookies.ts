@@ -18,8 +18,16 @@ export class FlowCookies {
     return this.config.auth.cookie.hostPrefix ? `__Host-${base}` : base;
   }
 
+  /**
+   * `sameSite` is what the flow needs on a same-site deployment; with `auth.cookie.sameSite: "none"` (a
+   * frontend on another site: its fetches are cross-site, docs/deployment-topologies.md) every flow cookie
+   * is `None` like the session cookie, and `Partitioned` with it, or the second step and the passkey
+   * login of that frontend would never get theirs back.
+   */
   set(c: Context, base: string, value: string, maxAge: number, sameSite: 'Strict' | 'Lax'): void {
-    setCookie(c, this.name(base), value, { httpOnly: true, path: '/', secure: this.config.auth.cookie.secure, sameSite, maxAge });
+    const { secure, sameSite: configured, partitioned } = this.config.auth.cookie;
+    const crossSite = configured === 'none';
+    setCookie(c, this.name(base), value, { httpOnly: true, path: '/', secure, sameSite: crossSite ? 'None' : sameSite, maxAge, ...(crossSite && partitioned ? { partitioned } : {}) });
   }
 
   read(c: Context, base: string): string | undefined {
@@ -28,6 +36,8 @@ export class FlowCookies {
 
   clear(c: Context, base: string): void {
     // SameSite as every cookie of svc's (a clear works with any value; attribute checks expect one).
-    deleteCookie(c, this.name(base), { path: '/', secure: this.config.auth.cookie.secure, httpOnly: true, sameSite: 'Lax' });
+    const { secure, sameSite, partitioned } = this.config.auth.cookie;
+    const crossSite = sameSite === 'none';
+    deleteCookie(c, this.name(base), { path: '/', secure, httpOnly: true, sameSite: crossSite ? 'None' : 'Lax', ...(crossSite && partitioned ? { partitioned } : {}) });
   }
 }

@@ -92,6 +92,11 @@ describe('GET /auth/diagnostics', () => {
     expect(cookie).toMatch(/; Partitioned/i);
     expect(cookie).toMatch(/; Secure/i);
     expect((await diagnostics(admin)).cookie.partitioned).toBe(true);
+    // The cookies of half-finished flows too (a passkey login's challenge): a cross-site frontend's fetch gets them back.
+    const options = await t.fetch('/auth/login/passkey/options', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const challenge = options.headers.getSetCookie().find((c) => c.startsWith('svc_passkey'));
+    expect(challenge).toMatch(/SameSite=None/i);
+    expect(challenge).toMatch(/; Partitioned/i);
     await expect(createTestApp({ config: { auth: { cookie: { sameSite: 'lax', partitioned: true } } } })).rejects.toThrow(/partitioned/);
   });
 

@@ -230,13 +230,16 @@ export class Webhooks {
    * `pending` with 0 attempts, as a record written when queued would have said.
    */
   async listDeliveries(webhookId: string, limit: number): Promise<DeliveryDoc[]> {
-    const records = await this.deliveries.list(webhookId, limit);
-    if (!this.queue.waiting) return records;
+    if (!this.queue.waiting) return this.deliveries.list(webhookId, limit);
+    // The queue first, the records after: a first attempt writes its record before its job leaves the
+    // queue, so a delivery is in one or the other. Read the other way round, one that ended in between
+    // was in neither (a test event's delivery missing from the list right after it was queued).
     // Redis out of reach: the records alone, as before the queue was asked (the list still answers).
     const all = await this.queue.waiting(QUEUED_LISTED).catch((err: unknown) => {
       this.deps.logger.warn({ err, webhookId }, 'the webhook queue could not be read: deliveries not attempted yet are not listed');
       return [];
     });
+    const records = await this.deliveries.list(webhookId, limit);
     const queued = all.filter(({ job }) => job.webhookIds.includes(webhookId));
     if (!queued.length) return records;
     const recorded = await this.deliveries.getMany(queued.map(({ job }) => deliveryId(webhookId, job.eventId)));

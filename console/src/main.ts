@@ -4,6 +4,7 @@
 // signed-in non-admin sees "not allowed" and the console asks the API for nothing else.
 
 import { isLoggedIn, SvcError, type LoginResult, type SessionWithUser } from '@svc/client';
+import { secondStepForm } from '../../examples/login/src/second-step.ts';
 import { auditPage } from './pages/audit.ts';
 import { deploymentPage } from './pages/deployment.ts';
 import { pluginPages, pluginsOn } from './pages/plugins.ts';
@@ -68,19 +69,7 @@ async function afterLogin(result: LoginResult): Promise<void> {
 }
 
 function secondStep(): void {
-  page(
-    'Two-step verification',
-    h('p', {}, 'Enter the 6-digit code from your authenticator app.'),
-    form(
-      {
-        label: 'Second step',
-        submit: 'Verify',
-        action: async ({ code = '', recoveryCode = '' }) => afterLogin(await svc.loginTotp(code.trim() ? { code: code.trim() } : { recoveryCode: recoveryCode.trim() })),
-      },
-      field('Code', { name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}' }),
-      h('details', {}, h('summary', {}, 'Lost your device? Use a recovery code'), field('Recovery code', { name: 'recoveryCode', autocomplete: 'off' })),
-    ),
-  );
+  page('Two-step verification', ...secondStepForm(svc, afterLogin));
 }
 
 async function loginPage(): Promise<void> {

@@ -8,6 +8,7 @@
 
 import { createClient, isLoggedIn, SvcError, type LoginResult, type OAuthProvider, type Passkey, type Session } from '@svc/client';
 import { actionButton, appName, clearMessages, field, form, h, link, page, say, showError } from './dom.ts';
+import { secondStepForm } from './second-step.ts';
 import { stepUpRunner } from './step-up.ts';
 
 declare global {
@@ -51,23 +52,7 @@ const fresh = stepUpRunner(svc, document.getElementById('step-up') as HTMLDialog
 /** The second step of a login (TOTP code or a recovery code); resolves when signed in. */
 function secondStep(): void {
   clearMessages(); // e.g. "Checking your sign-in link…" of the magic link that led here
-  page(
-    'Two-step verification',
-    h('p', {}, 'Enter the 6-digit code from your authenticator app.'),
-    form(
-      {
-        label: 'Second step',
-        submit: 'Verify',
-        action: async ({ code = '', recoveryCode = '' }) => {
-          const result = await svc.loginTotp(code.trim() ? { code: code.trim() } : { recoveryCode: recoveryCode.trim() });
-          location.assign(next(result));
-        },
-      },
-      field('Code', { name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}' }),
-      h('details', {}, h('summary', {}, 'Lost your device? Use a recovery code'), field('Recovery code', { name: 'recoveryCode', autocomplete: 'off' })),
-    ),
-    link('/login', 'Back to sign in'),
-  );
+  page('Two-step verification', ...secondStepForm(svc, (result) => location.assign(next(result))), link('/login', 'Back to sign in'));
 }
 
 /** After any first step: the second step, or on to the next page. */

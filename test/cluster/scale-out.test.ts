@@ -211,11 +211,13 @@ function scaleOut(name: string, startTopology: () => Promise<Topology>) {
       probe.disconnect();
 
       await kill(master);
+      // The failover first: with the local session cache (Sentinel) a cached session may answer 200 while
+      // the old master is still down and not yet replaced (CI on ccfd472: 200 on both, master unchanged).
+      await until('a replica has taken over', async () => (await topology.masterFor(key).catch(() => master)) !== master, 60_000);
       // During the failover 503 is allowed; afterwards the session answers again, on both instances.
       // Each instance finds the new master on its own (its Sentinel client), one maybe a moment later:
       // both are waited for (asserting one right after the other answered 200 failed once in CI: 503).
       await until('the session answers 200 after the failover, on both instances', async () => (await replay(b, c)).status === 200 && (await replay(a, c)).status === 200, 60_000);
-      expect(await topology.masterFor(key)).not.toBe(master);
       expect((await b.fetch('/health')).status).toBe(200);
       if (topology.tracks) {
         // The local cache follows the new master: tracking is set up there again, and revocations reach it.

@@ -22,7 +22,7 @@ export function usersTests(s: ConsoleSuite): void {
     const page = await s.newPage();
     await s.signIn(page);
     await expectHeading(page, 'Users');
-    await page.getByRole('region', { name: 'Users' }).waitFor();
+    await page.getByRole('region', { name: 'Users', exact: true }).waitFor();
     await s.expectAccessible(page, 'the users page');
     await s.shots.take(page, 'users');
 

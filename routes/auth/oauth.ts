@@ -5,7 +5,7 @@ import { OAuthFlowError } from '../../src/auth/oauth/client.ts';
 import { RETURN_TO_CSRF_COOKIE } from '../../src/auth/oauth/flow.ts';
 import { PROVIDER_ID } from '../../src/auth/oauth/providers.ts';
 import { AppError } from '../../src/http/errors.ts';
-import { printable } from '../../src/http/origins.ts';
+import { printable, requestOrigin } from '../../src/http/origins.ts';
 import type { AppEnv } from '../../src/http/env.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
@@ -23,7 +23,19 @@ function failure(c: Context, err: unknown, instance: ServerInstance): Response {
   const reason = String((err as Error).message);
   log({ reqId: c.get('requestId'), auth_error: code, reason: reason.length > 500 ? `${reason.slice(0, 500)}… (${reason.length} characters)` : reason }, 'OAuth login failed');
   c.header('Cache-Control', 'no-store');
-  return c.redirect(`/?auth_error=${code}`, 302);
+  return c.redirect(landing(c, instance, `/?auth_error=${code}`), 302);
+}
+
+/**
+ * Where the browser lands after the provider: a path of the origin svc answers on, or of `app.url`
+ * when the app is on another origin (docs/deployment-topologies.md, topologies 2 and 3: svc's own
+ * host serves no app page, so a bare path left the person there). The admin console's pages are
+ * svc's own and stay.
+ */
+function landing(c: Context, { config }: ServerInstance, path: string): string {
+  const app = config.app.url ? new URL(config.app.url).origin : undefined;
+  if (!app || app === requestOrigin(c, config.server.trustProxy) || /^\/(?:api\/)?admin(?:[/?#]|$)/.test(path)) return path;
+  return `${app}${path}`;
 }
 
 /** `GET /auth/oauth/providers`: enabled providers for the login page; no secrets. */
@@ -122,7 +134,7 @@ export const oauthCallback = (instance: ServerInstance) =>
     path: '/auth/oauth/:provider/callback',
     config: { public: true },
     schema: { summary: 'OAuth callback (the provider redirects here)', tags },
-    handler: redirectStep(instance, (c, providerId) => instance.auth.oauth.callback(c, providerId)),
+    handler: redirectStep(instance, async (c, providerId) => landing(c, instance, await instance.auth.oauth.callback(c, providerId))),
   });
 
 /** What a `response_mode=form_post` callback may carry; bounded like any other input. */

@@ -9,24 +9,30 @@
 //
 // Three svc processes (started at once, embedded store and database: nothing here needs Redis or
 // MongoDB): topology 2's, topology 3's, and topology 3 with a deliberately wrong `sameSite: "lax"`,
-// which must name `cross_site_without_none` and fail in the browser as the finding says.
-// Proven: password login, session, logout from the app's page; the self-check without findings as the
-// admin from the page; an unlisted origin gets no CORS answer and its state-changing request is 403.
-// Not here (proven in topology 1 by the other deployment suites): OAuth, passkeys, socket.io, TOTP. Beware
-// for topology 3: the flow cookies (svc_mfa, svc_passkey: SameSite=Strict, src/auth/flow-cookies.ts) are
-// refused by a browser when a cross-site app's fetch sets them, as sid_lax is below, so a TOTP or passkey
-// login from a cross-site app cannot finish (inferred, not run); the password login here sets none of them.
+// which must name `cross_site_without_none` and fail in the browser as the finding says. One real
+// OpenID provider (oidc-provider, test/support/oidc.ts, plain http on loopback) serves both topologies.
+// Proven in each of topologies 2 and 3, from the app's page: password login, session, logout; the
+// self-check without findings as the admin; an OAuth round trip through the provider's real pages; a
+// passkey (CDP virtual authenticator, docs/account.md's snippet) added, then the login with it alone; a
+// socket.io connection on the session cookie, upgraded to a WebSocket through nginx, ended by the logout.
+// In topology 2 an unlisted origin gets no CORS answer and its state-changing request is 403. Topology 3's
+// OAuth cannot sign the shop in (the callback's cookie is kept under svc's own site, CHIPS): the test
+// asserts that, as docs/deployment-topologies.md says. Not here: TOTP (topology 1's suites), a browser
+// with third-party cookies blocked.
 
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startIdp, type Idp } from '../support/oidc.ts';
 import { startReadySvc, stopAll, tempDir } from '../support/spawn.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from './support/browser.ts';
 import { missingPrograms, pickPort, startNginx, type Nginx } from './support/deployment.ts';
+import { addPasskey, addPasskeySnippet, connectSocket, loginWithPasskey, oauthLogin, realtime, virtualAuthenticator } from './topologies/flows.ts';
 
 const onPath = (name: string) => (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir && existsSync(path.join(dir, name)));
 const missing = [...missingPrograms(), ...(onPath('openssl') ? [] : ['openssl'])];
@@ -63,16 +69,18 @@ function throwAwayPki(dir: string, names: string[]) {
   return { caPem: readFileSync(file('ca.crt'), 'utf8'), cert: file('leaf.crt'), key: file('leaf.key'), spki };
 }
 
-/** The app's frontend: svc's base URL from `?api=`, every call with credentials (as `@svc/client` makes them). */
+/** The app's frontend: svc's base URL from `?api=` (then the tab's sessionStorage), every call with credentials (as `@svc/client` makes them). */
 const INDEX_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Topology test app</title></head>
 <body><h1>Topology test app</h1><script src="/client.js"></script></body></html>
 `;
-const CLIENT_JS = `const api = new URLSearchParams(location.search).get('api');
+const CLIENT_JS = `const given = new URLSearchParams(location.search).get('api');
+if (given) sessionStorage.setItem('api', given); // kept for the page svc's OAuth callback sends the tab back to
+window.api = given || sessionStorage.getItem('api');
 window.svc = async (path, init = {}) => {
   try {
     const headers = init.body === undefined ? {} : { 'content-type': 'application/json' };
-    const res = await fetch(api + path, { method: init.method || 'GET', headers, body: init.body, credentials: 'include' });
+    const res = await fetch(window.api + path, { method: init.method || 'GET', headers, body: init.body, credentials: 'include' });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   } catch (error) {
@@ -91,6 +99,8 @@ describe.skipIf(missing.length > 0)('deployment topologies 2 and 3 in Chromium o
   let browser: Browser;
   let caPem: string;
   let port: number;
+  let idp: Idp;
+  const oauth = { id: 'corp', label: 'Corp SSO', secret: randomBytes(24).toString('base64url'), login: 'olga', email: 'olga@example.com' };
   const origin = (host: string) => `https://${host}:${port}`;
 
   /** A request from Node through nginx (TLS checked against the throw-away CA), as a non-browser client or with a forged Origin. */
@@ -115,14 +125,15 @@ describe.skipIf(missing.length > 0)('deployment topologies 2 and 3 in Chromium o
     return [res.headers['set-cookie'] ?? []].flat().map((c) => c.split(';')[0]!).join('; ');
   }
 
-  /** The app page at `appOrigin`, configured with svc at `api`, in a fresh context (its own cookie jar). */
-  async function appPage(appOrigin: string, api: string): Promise<{ context: BrowserContext; page: Page }> {
+  /** The app page at `appOrigin` (`pathname`: any path serves it), configured with svc at `api`, in a fresh context (its own cookie jar). */
+  async function appPage(appOrigin: string, api: string, pathname = '/'): Promise<{ context: BrowserContext; page: Page }> {
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.goto(`${appOrigin}/?api=${encodeURIComponent(api)}`);
-    await page.waitForFunction(() => typeof (window as unknown as { svc?: unknown }).svc === 'function');
+    await page.goto(`${appOrigin}${pathname}?api=${encodeURIComponent(api)}`);
+    await clientReady(page);
     return { context, page };
   }
+  const clientReady = (page: Page) => page.waitForFunction(() => typeof (window as unknown as { svc?: unknown }).svc === 'function');
   const call = (page: Page, p: string, init: { method?: string; body?: string } = {}): Promise<Called> =>
     page.evaluate(([p, init]) => (window as unknown as { svc(p: string, i: object): Promise<Called> }).svc(p, init), [p, init] as const);
   /** Logs the admin in from the page; resolves with the call's result and the Set-Cookie of `cookieName` the browser received. */
@@ -131,6 +142,46 @@ describe.skipIf(missing.length > 0)('deployment topologies 2 and 3 in Chromium o
     const login = await call(page, '/auth/login', { method: 'POST', body: JSON.stringify(admin) });
     const lines = ((await (await response).headerValue('set-cookie')) ?? '').split('\n');
     return { login, setCookie: lines.find((l) => l.startsWith(`${cookieName}=`)) ?? `(no ${cookieName} in: ${lines.join(' | ')})` };
+  }
+
+  /**
+   * From the app page: password login, a passkey added with docs/account.md's snippet (its RP id
+   * `rpId`, as configured), logout, and a login with the passkey alone.
+   */
+  async function passkeyJourney(appHost: string, apiHost: string, cookieName: string, rpId: string) {
+    const api = origin(apiHost);
+    const { context, page } = await appPage(origin(appHost), api);
+    try {
+      const authenticator = await virtualAuthenticator(context, page);
+      expect((await loginFromPage(page, cookieName)).login).toMatchObject({ status: 200 });
+      await addPasskeySnippet(page);
+      expect(await addPasskey(page, `a passkey for ${appHost}`)).toMatchObject({ name: `a passkey for ${appHost}` });
+      const { credentials } = await authenticator.cdp.send('WebAuthn.getCredentials', { authenticatorId: authenticator.id });
+      expect(credentials.map((c) => [c.rpId, c.isResidentCredential])).toEqual([[rpId, true]]);
+
+      expect(await call(page, '/auth/logout', { method: 'POST' })).toMatchObject({ status: 204 });
+      expect(await call(page, '/auth/session')).toMatchObject({ status: 401 });
+      expect(await loginWithPasskey(page)).toMatchObject({ user: { email: admin.email } });
+      expect(await call(page, '/auth/session')).toMatchObject({ status: 200, body: { provider: 'passkey' } });
+      // The login's challenge cookie (svc_passkey) came back to svc with the response, which cleared it.
+      expect((await context.cookies(api)).map((c) => c.name).sort()).toEqual([cookieName, 'svc_device']);
+    } finally {
+      await context.close();
+    }
+  }
+
+  /** From the app page: password login, a socket.io connection on the session cookie (upgraded to a WebSocket), ended by the logout. */
+  async function socketJourney(appHost: string, apiHost: string, cookieName: string) {
+    const { context, page } = await appPage(origin(appHost), origin(apiHost));
+    try {
+      expect((await loginFromPage(page, cookieName)).login).toMatchObject({ status: 200 });
+      await connectSocket(page);
+      await expect.poll(() => realtime(page), { timeout: 15_000 }).toEqual({ events: ['connect'], transport: 'websocket' });
+      expect(await call(page, '/auth/logout', { method: 'POST' })).toMatchObject({ status: 204 });
+      await expect.poll(async () => (await realtime(page)).events, { timeout: 15_000 }).toEqual(['connect', 'sessionEnded:unauthenticated']);
+    } finally {
+      await context.close();
+    }
   }
 
   const hosts = {
@@ -153,6 +204,10 @@ describe.skipIf(missing.length > 0)('deployment topologies 2 and 3 in Chromium o
 
     const [tlsPort, readyPort, siblingPort, crossPort, laxPort] = await Promise.all([pickPort(), pickPort(), pickPort(), pickPort(), pickPort()]);
     port = tlsPort;
+    // One OpenID provider for both topologies: svc's redirect URI is its public base URL's (`/api` kept).
+    const callback = (host: string) => `${origin(host)}/api/auth/oauth/${oauth.id}/callback`;
+    idp = await startIdp({ clients: [{ clientId: 'svc-topologies', clientSecret: oauth.secret, redirectUris: [callback(hosts.api), callback(hosts.auth)], pkce: true }] });
+    idp.setAccount(oauth.login, { email: oauth.email, email_verified: true, name: 'Olga Auth' });
     const start = (svcPort: number, config: object, api: string, frontend: string) => {
       const root = tempDir('svc-topology-app-');
       writeFileSync(path.join(root, 'svc.config.json'), JSON.stringify(config, null, 2));
@@ -165,16 +220,28 @@ describe.skipIf(missing.length > 0)('deployment topologies 2 and 3 in Chromium o
     };
     // docs/deployment-topologies.md's config blocks (cookie names apart: one per process, for clearer failures).
     await Promise.all([
-      start(siblingPort, { server: { trustProxy: 1 }, auth: { cookie: { name: 'sid_sibling', domain: 'example.test', sameSite: 'lax' } } }, origin(hosts.api), origin(hosts.app)),
-      start(crossPort, { server: { trustProxy: 1 }, auth: { cookie: { name: 'sid_cross', sameSite: 'none', secure: true, partitioned: true } } }, origin(hosts.auth), origin(hosts.shop)),
+      start(
+        siblingPort,
+        { app: { url: origin(hosts.app) }, server: { trustProxy: 1 }, auth: { cookie: { name: 'sid_sibling', domain: 'example.test', sameSite: 'lax' }, passkeys: { rpId: 'example.test' } } },
+        origin(hosts.api),
+        origin(hosts.app),
+      ),
+      start(
+        crossPort,
+        { app: { url: origin(hosts.shop) }, server: { trustProxy: 1 }, auth: { cookie: { name: 'sid_cross', sameSite: 'none', secure: true, partitioned: true }, passkeys: { rpId: hosts.shop } } },
+        origin(hosts.auth),
+        origin(hosts.shop),
+      ),
       start(laxPort, { server: { trustProxy: 1 }, auth: { cookie: { name: 'sid_lax', sameSite: 'lax' } } }, origin(hosts.lax), origin(hosts.shop)),
     ]);
 
+    // WebSocket upgrades pass (socket.io), other requests keep the upstream connection alive.
     const proxy = (svcPort: number) => `
         location / {
             proxy_pass http://127.0.0.1:${svcPort};
             proxy_http_version 1.1;
-            proxy_set_header Connection "";
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $svc_connection;
             proxy_set_header Host $http_host;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             proxy_set_header X-Forwarded-Proto $scheme;
@@ -187,6 +254,7 @@ describe.skipIf(missing.length > 0)('deployment topologies 2 and 3 in Chromium o
         ${body}
     }`;
     const site = [
+      "map $http_upgrade $svc_connection { default upgrade; '' ''; }",
       `ssl_certificate ${pki.cert};`,
       `ssl_certificate_key ${pki.key};`,
       tls(`${hosts.app} ${hosts.shop} ${hosts.evil}`, `root ${www};\n        location / { try_files $uri /index.html; }`),
@@ -198,17 +266,29 @@ describe.skipIf(missing.length > 0)('deployment topologies 2 and 3 in Chromium o
       '',
     ].join('\n');
     nginx = await startNginx(site, [`http://127.0.0.1:${readyPort}/ready`]);
+    // The provider in each topology, as an admin adds it (through nginx, from Node: a non-browser client).
+    for (const api of [origin(hosts.api), origin(hosts.auth)]) {
+      const body = { providerId: oauth.id, type: 'oidc', label: oauth.label, clientId: 'svc-topologies', clientSecret: oauth.secret, enabled: true, config: { issuer: idp.issuer } };
+      const created = await tlsFetch(`${api}/auth/providers`, { method: 'POST', headers: { cookie: await adminCookie(api) }, body });
+      if (created.status !== 201) throw new Error(`creating the OpenID provider at ${api} answered ${created.status}: ${created.text}`);
+    }
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
       timeout: 60_000,
-      args: [...CHROMIUM_ARGS, '--host-resolver-rules=MAP *.example.test 127.0.0.1, MAP *.other.test 127.0.0.1', `--ignore-certificate-errors-spki-list=${pki.spki}`],
+      // Any other name fails at once (the IdP's development pages ask Google Fonts for a stylesheet).
+      args: [
+        ...CHROMIUM_ARGS,
+        '--host-resolver-rules=MAP *.example.test 127.0.0.1, MAP *.other.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
+        `--ignore-certificate-errors-spki-list=${pki.spki}`,
+      ],
     });
   });
   afterAll(async () => {
     await browser?.close();
     await nginx?.stop();
+    await idp?.close();
     await stopAll();
   });
 
@@ -267,6 +347,28 @@ describe.skipIf(missing.length > 0)('deployment topologies 2 and 3 in Chromium o
       expect(evilGet.headers['access-control-allow-origin']).toBeUndefined();
     });
 
+    it('an OAuth round trip through the real OpenID provider lands on the app page (app.url) at the return path, signed in', async () => {
+      const api = origin(hosts.api);
+      const { context, page } = await appPage(origin(hosts.app), api, '/login');
+      try {
+        const landed = await oauthLogin(page, { api, idpOrigin: new URL(idp.issuer).origin, provider: oauth, returnTo: '/reports' });
+        expect(landed.href, nginx.errors()).toBe(`${origin(hosts.app)}/reports`);
+        await clientReady(page);
+        expect(await call(page, '/auth/session?expand=user')).toMatchObject({ status: 200, body: { provider: oauth.id, user: { email: oauth.email } } });
+        expect((await context.cookies(api)).find((c) => c.name === 'sid_sibling')).toMatchObject({ domain: '.example.test', sameSite: 'Lax', secure: true });
+        expect(await call(page, '/auth/logout', { method: 'POST' })).toMatchObject({ status: 204 });
+      } finally {
+        await context.close();
+      }
+      // A failed login comes back to the app as well, whose login page shows the code.
+      const failed = await tlsFetch(`${api}/auth/oauth/unknown-provider`);
+      expect([failed.status, failed.headers.location]).toEqual([302, `${origin(hosts.app)}/?auth_error=provider_not_found`]);
+    });
+
+    it('a passkey with RP id example.test, added and used from the app page', () => passkeyJourney(hosts.app, hosts.api, 'sid_sibling', 'example.test'));
+
+    it('a socket.io connection from the app page on the session cookie, ended by the logout', () => socketJourney(hosts.app, hosts.api, 'sid_sibling'));
+
     it('a state-changing request from the unlisted origin with a valid session cookie is 403 csrf_failed, and changes nothing', async () => {
       const api = origin(hosts.api);
       const cookie = await adminCookie(api);
@@ -311,6 +413,28 @@ describe.skipIf(missing.length > 0)('deployment topologies 2 and 3 in Chromium o
         await context.close();
       }
     });
+
+    it('OAuth: the round trip completes, but its session cookie is kept under svc\'s own site, so the shop stays signed out (documented)', async () => {
+      const api = origin(hosts.auth);
+      const { context, page } = await appPage(origin(hosts.shop), api, '/login');
+      try {
+        const landed = await oauthLogin(page, { api, idpOrigin: new URL(idp.issuer).origin, provider: oauth, returnTo: '/reports' });
+        // The return path's cookie was set by the shop's fetch, so it is kept under the shop's site: svc's
+        // start and callback (top-level pages of svc's own site) never saw it, and the way back is `/`.
+        expect(landed.href, nginx.errors()).toBe(`${origin(hosts.shop)}/`);
+        await clientReady(page);
+        expect(await call(page, '/auth/session')).toMatchObject({ status: 401, body: { error: { code: 'unauthenticated' } } });
+        // The session exists, in the partition of svc's own site, where the shop's fetches never look.
+        const sessions = (await context.cookies(api)).filter((c) => c.name === 'sid_cross').map((c) => c.partitionKey);
+        expect(sessions).toEqual(['https://example.test']);
+      } finally {
+        await context.close();
+      }
+    });
+
+    it('a passkey with RP id shop.other.test (the app\'s host), added and used from the shop page', () => passkeyJourney(hosts.shop, hosts.auth, 'sid_cross', hosts.shop));
+
+    it('a socket.io connection from the shop page on the partitioned session cookie, ended by the logout', () => socketJourney(hosts.shop, hosts.auth, 'sid_cross'));
 
     it('the wrong config (sameSite "lax" for a cross-site app) names cross_site_without_none, and the browser indeed sends no cookie', async () => {
       const api = origin(hosts.lax);

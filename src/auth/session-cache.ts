@@ -6,31 +6,107 @@ const SWEEP_STEPS = 32;
 /** The periodic writes an entry remembers (`SessionCache.due`). */
 type Stamp = 'pushedAt' | 'seenAt';
 
-/**
- * The times of an entry are milliseconds since the cache's `base` (its first use), not since the epoch:
- * small integers, which V8 keeps inside the object, where an epoch time is a number object of its own
- * (three per entry; measured: 3 MB less live heap per 100,000 cached sessions). Past 24 days of uptime they are
- * number objects again, as correct, only larger.
- */
-interface Entry<R> {
-  /** Null until read, and again once Redis says the key changed. */
-  record: R | null;
-  /** When `record` was read from the store (ms since `base`): records older than the hard age are read again. */
-  readAt: number;
-  /** When this instance last pushed the session's sliding TTL (ms since `base`); survives invalidations. */
-  pushedAt: number | undefined;
-  /** When this instance last wrote the session's "last seen" (ms since `base`); survives invalidations. */
-  seenAt: number | undefined;
-  /** Served since the eviction sweep last passed it (its second chance: see `add`). */
-  used: boolean;
-}
+/** A slot's times (`SessionCache.times`, three per slot): when its record was read, its TTL pushed, its "last seen" written. */
+const READ = 0;
+const PUSHED = 1;
+const SEEN = 2;
+/** A slot's flags (`SessionCache.flags`): its record is kept; served since the eviction sweep last passed it. */
+const HELD = 1;
+const USED = 2;
+/** Slots made at first; the columns then double, up to the cache's size. */
+const FIRST_SLOTS = 1024;
 
 /**
- * Every field set from the start, so V8 keeps them all inside the object: stamps added later would
- * go to a separate property array (measured: 38 bytes more per cached session).
+ * Where a cache keeps its records, by slot number (`SessionCache`). The default keeps each record as it
+ * was given (`ObjectSlots`); a store that knows the record's shape keeps its fields in columns instead
+ * (`SessionRecordSlots`), and hands out a new object on each `get`.
  */
-function newEntry<R>(record: R | null, readAt: number): Entry<R> {
-  return { record, readAt, pushedAt: undefined, seenAt: undefined, used: false };
+export interface RecordSlots<R> {
+  /** Room for slots 0 to `capacity - 1` (it only grows). */
+  grow(capacity: number): void;
+  put(slot: number, record: R): void;
+  get(slot: number): R;
+  /** The slot's record is no longer kept: let go of what it references. */
+  drop(slot: number): void;
+}
+
+/** Records kept as they were given: one object each (API key records). */
+export class ObjectSlots<R> implements RecordSlots<R> {
+  private readonly records: (R | undefined)[] = [];
+  grow(): void {}
+  put(slot: number, record: R): void {
+    this.records[slot] = record;
+  }
+  get(slot: number): R {
+    return this.records[slot]!;
+  }
+  drop(slot: number): void {
+    this.records[slot] = undefined;
+  }
+}
+
+/** `SessionRecordSlots`' flags. */
+const ADMIN = 1;
+const TOTP = 2;
+/** Distinct provider names kept as one string each (`SessionRecordSlots`); past this many, as read. */
+const PROVIDER_NAMES = 256;
+
+/**
+ * Session records (CONTRACT section 3's fields) in columns, as the cache keeps them for
+ * `auth.session.localCache`: per slot a pointer to the user id, one to the provider name (one string per
+ * distinct name), the two epoch times in a Float64Array and the two flags in a byte. A parsed record is
+ * an object, two heap numbers and the strings; kept as such, 100,000 cached sessions held about 10 MB
+ * more (bench/session-cache-memory.ts). `get` builds the record again (what a request reads of it:
+ * `sessionOf` in sessions.ts).
+ */
+export class SessionRecordSlots implements RecordSlots<SessionRecord> {
+  private readonly userIds: (string | undefined)[] = [];
+  private readonly providers: (string | undefined)[] = [];
+  /** createdAt, expiresAt: two per slot. */
+  private times = new Float64Array(0);
+  /** ADMIN | TOTP. */
+  private bits = new Uint8Array(0);
+  private readonly names = new Map<string, string>();
+
+  grow(capacity: number): void {
+    const times = new Float64Array(capacity * 2);
+    times.set(this.times);
+    this.times = times;
+    const bits = new Uint8Array(capacity);
+    bits.set(this.bits);
+    this.bits = bits;
+  }
+
+  put(slot: number, record: SessionRecord): void {
+    this.userIds[slot] = record.userId;
+    this.providers[slot] = this.name(record.provider);
+    this.times[slot * 2] = record.createdAt;
+    this.times[slot * 2 + 1] = record.expiresAt;
+    this.bits[slot] = (record.isAdmin ? ADMIN : 0) | (record.totp ? TOTP : 0);
+  }
+
+  get(slot: number): SessionRecord {
+    const bits = this.bits[slot]!;
+    const userId = this.userIds[slot]!;
+    const isAdmin = (bits & ADMIN) !== 0;
+    const provider = this.providers[slot]!;
+    const createdAt = this.times[slot * 2]!;
+    const expiresAt = this.times[slot * 2 + 1]!;
+    return bits & TOTP ? { userId, isAdmin, provider, createdAt, expiresAt, totp: true } : { userId, isAdmin, provider, createdAt, expiresAt };
+  }
+
+  drop(slot: number): void {
+    this.userIds[slot] = undefined;
+    this.providers[slot] = undefined;
+  }
+
+  /** One string per provider name (a parsed record brings its own copy of it). */
+  private name(provider: string): string {
+    const known = this.names.get(provider);
+    if (known !== undefined) return known;
+    if (this.names.size < PROVIDER_NAMES) this.names.set(provider, provider);
+    return provider;
+  }
 }
 
 /**
@@ -46,36 +122,48 @@ function newEntry<R>(record: R | null, readAt: number): Entry<R> {
  * - Entries are served for at most `maxAgeMs` after their read: a bound on any failure the connection
  *   does not report (a half-open socket).
  * It also remembers when this instance last pushed each sliding TTL (`touchInterval`) and wrote each
- * "last seen", in the same entry: one map, one key string per session (100,000 sessions: see
- * bench/session-cache-memory.ts). API key records (auth/api-keys.ts) are kept the same way, in a cache of their own.
+ * "last seen", beside the record. Per session one key string and one map slot holding a small integer,
+ * the entry's slot in columns: three epoch times in a Float64Array, two flags in a byte, and the record
+ * in `records` (sessions: `SessionRecordSlots`, columns too). No object per entry: 100,000 sessions, see
+ * bench/session-cache-memory.ts. API key records (auth/api-keys.ts) are kept the same way, in a cache of
+ * their own, as objects (`ObjectSlots`).
  * Bounded by count, evicting with the CLOCK rule (an LRU approximation): `Map` keeps insertion order,
  * a use only flags its entry, and when the cache is full the oldest entry goes unless it was used
  * since, in which case it loses its flag and moves to the young end. A use costs no Map write
  * (moving the entry on every use cost a hot session about half a microsecond per request).
  */
 export class SessionCache<R = SessionRecord> {
-  private readonly entries = new Map<string, Entry<R>>();
+  /** hash -> its slot in the columns below (a small integer: nothing more per entry than the key and the map's own slot). */
+  private readonly entries = new Map<string, number>();
   /** hash -> the token of the read in flight; an invalidation deletes it. */
   private readonly reading = new Map<string, object>();
   private live = false;
-  /** The epoch time the entries' times count from (`Entry`): the `now` of the first call. */
-  private base: number | undefined;
+  /** Epoch ms, three per slot (READ, PUSHED, SEEN); NaN: never (an interval since NaN is never short: `due`). */
+  private times = new Float64Array(0);
+  /** HELD | USED, one byte per slot. */
+  private flags = new Uint8Array(0);
+  /** Slots made so far (the columns' length). */
+  private capacity = 0;
+  /** Slots below it were handed out once; freed ones wait in `free`. */
+  private next = 0;
+  private readonly free: number[] = [];
 
   constructor(
     private readonly maxEntries: number,
     private readonly maxAgeMs: number,
+    private readonly records: RecordSlots<R> = new ObjectSlots<R>(),
   ) {}
 
   /** The cached record, or undefined: not cached, too old, or the cache is not live. */
   get(hash: string, now: number): R | undefined {
-    const entry = this.entries.get(hash);
-    if (!entry?.record) return undefined;
-    if (this.since(now) - entry.readAt >= this.maxAgeMs) {
-      entry.record = null;
+    const slot = this.entries.get(hash);
+    if (slot === undefined || !(this.flags[slot]! & HELD)) return undefined;
+    if (now - this.times[slot * 3 + READ]! >= this.maxAgeMs) {
+      this.drop(slot);
       return undefined;
     }
-    entry.used = true;
-    return entry.record;
+    this.flags[slot]! |= USED;
+    return this.records.get(slot);
   }
 
   /**
@@ -83,29 +171,25 @@ export class SessionCache<R = SessionRecord> {
    * write its "last seen": `seenAt`), not done within `intervalMs`; if so, counts it as done.
    */
   due(hash: string, stamp: Stamp, now: number, intervalMs: number): boolean {
-    const entry = this.entries.get(hash) ?? this.add(hash, newEntry<R>(null, 0));
-    const last = entry[stamp];
-    const at = this.since(now);
-    if (last !== undefined && at - last < intervalMs) return false;
-    entry[stamp] = at;
+    const slot = this.entries.get(hash) ?? this.add(hash);
+    const at = slot * 3 + (stamp === 'pushedAt' ? PUSHED : SEEN);
+    if (now - this.times[at]! < intervalMs) return false; // never done: NaN, not less
+    this.times[at] = now;
     return true;
   }
 
   /** When this instance last pushed the session's TTL (epoch ms). */
   pushedAt(hash: string): number | undefined {
-    const at = this.entries.get(hash)?.pushedAt;
-    return at === undefined ? undefined : at + this.base!;
-  }
-
-  /** `now` (epoch ms) as the entries keep times: ms since `base`. */
-  private since(now: number): number {
-    return now - (this.base ??= now);
+    const slot = this.entries.get(hash);
+    if (slot === undefined) return undefined;
+    const at = this.times[slot * 3 + PUSHED]!;
+    return Number.isNaN(at) ? undefined : at;
   }
 
   /** The write counted by `due` failed: due again on the next request. */
   failed(hash: string, stamp: Stamp): void {
-    const entry = this.entries.get(hash);
-    if (entry) entry[stamp] = undefined;
+    const slot = this.entries.get(hash);
+    if (slot !== undefined) this.times[slot * 3 + (stamp === 'pushedAt' ? PUSHED : SEEN)] = NaN;
   }
 
   /** Marks a store read of `hash` as started; the token goes to `finish`. Null: nothing will be kept. */
@@ -121,24 +205,26 @@ export class SessionCache<R = SessionRecord> {
     if (this.reading.get(hash) !== token) return;
     this.reading.delete(hash);
     if (!record || !this.live) return;
-    const entry = this.entries.get(hash);
-    const at = this.since(readAt);
-    if (entry) {
-      entry.record = record;
-      entry.readAt = at;
-    } else this.add(hash, newEntry(record, at));
+    const slot = this.entries.get(hash) ?? this.add(hash);
+    this.records.put(slot, record);
+    this.times[slot * 3 + READ] = readAt;
+    this.flags[slot]! |= HELD;
   }
 
   /** Redis says the key changed or went (here or elsewhere): its record is no longer trusted. */
   invalidate(hash: string): void {
-    const entry = this.entries.get(hash);
-    if (entry) entry.record = null;
+    const slot = this.entries.get(hash);
+    if (slot !== undefined) this.drop(slot);
     this.reading.delete(hash);
   }
 
   /** The session ended here: nothing of it is kept. */
   forget(hash: string): void {
-    this.entries.delete(hash);
+    const slot = this.entries.get(hash);
+    if (slot !== undefined) {
+      this.entries.delete(hash);
+      this.release(slot);
+    }
     this.reading.delete(hash);
   }
 
@@ -149,11 +235,25 @@ export class SessionCache<R = SessionRecord> {
   }
 
   clear(): void {
-    for (const entry of this.entries.values()) entry.record = null;
+    for (const slot of this.entries.values()) this.drop(slot);
     this.reading.clear();
   }
 
-  private add(hash: string, entry: Entry<R>): Entry<R> {
+  /** The slot's record is no longer kept; its times stay. */
+  private drop(slot: number): void {
+    if (!(this.flags[slot]! & HELD)) return;
+    this.flags[slot]! &= ~HELD;
+    this.records.drop(slot);
+  }
+
+  /** The slot's entry is gone from `entries`: the slot can serve another. */
+  private release(slot: number): void {
+    this.drop(slot);
+    this.free.push(slot);
+  }
+
+  /** A new entry for `hash`: no record, never pushed nor seen, not used. */
+  private add(hash: string): number {
     // Room first (the new entry is never the one to go): the oldest entry goes, unless used since
     // the sweep last passed it; then it moves to the young end without its flag, and the next oldest
     // is looked at. Each use buys one pass. At most SWEEP_STEPS second chances per eviction, so that a
@@ -161,11 +261,38 @@ export class SessionCache<R = SessionRecord> {
     for (let step = 0; this.entries.size >= this.maxEntries; step++) {
       const [oldest, first] = this.entries.entries().next().value!;
       this.entries.delete(oldest);
-      if (!first.used || step >= SWEEP_STEPS) break;
-      first.used = false;
+      if (!(this.flags[first]! & USED) || step >= SWEEP_STEPS) {
+        this.release(first);
+        break;
+      }
+      this.flags[first]! &= ~USED;
       this.entries.set(oldest, first);
     }
-    this.entries.set(hash, entry);
-    return entry;
+    const slot = this.free.pop() ?? this.newSlot();
+    this.times[slot * 3 + READ] = NaN;
+    this.times[slot * 3 + PUSHED] = NaN;
+    this.times[slot * 3 + SEEN] = NaN;
+    this.flags[slot] = 0;
+    this.entries.set(hash, slot);
+    return slot;
+  }
+
+  /**
+   * A slot never used before. The columns double when full, up to `maxEntries` (no more slots are ever
+   * in use: an entry goes before one is added to a full cache), so a full cache of 100,000 has 100,000.
+   */
+  private newSlot(): number {
+    if (this.next === this.capacity) {
+      const capacity = Math.min(this.maxEntries, Math.max(FIRST_SLOTS, this.capacity * 2));
+      const times = new Float64Array(capacity * 3);
+      times.set(this.times);
+      this.times = times;
+      const flags = new Uint8Array(capacity);
+      flags.set(this.flags);
+      this.flags = flags;
+      this.records.grow(capacity);
+      this.capacity = capacity;
+    }
+    return this.next++;
   }
 }

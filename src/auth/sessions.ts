@@ -4,7 +4,7 @@ import type { Config } from '../config/load.ts';
 import type { AuthUser, Session, SessionRecord } from '../http/env.ts';
 import type { Store } from '../store/store.ts';
 import { sha256hex } from './hash.ts';
-import { SessionCache } from './session-cache.ts';
+import { SessionCache, SessionRecordSlots } from './session-cache.ts';
 
 export type { Session, SessionRecord } from '../http/env.ts';
 
@@ -99,7 +99,7 @@ export class SessionService {
     this.maxLifetimeMs = config.auth.session.maxLifetime * 1000;
     this.cleanupTimer = setInterval(() => void this.cleanup(), config.auth.session.cleanupInterval * 1000).unref();
     const { localCache, localCacheSize, localCacheMaxAge, touchInterval } = config.auth.session;
-    this.cache = localCache && store.track ? new SessionCache(localCacheSize, localCacheMaxAge * 1000) : null;
+    this.cache = localCache && store.track ? new SessionCache(localCacheSize, localCacheMaxAge * 1000, new SessionRecordSlots()) : null;
     const cache = this.cache;
     this.seen = cache
       ? { take: (hash, now) => cache.due(hash, 'seenAt', now, SEEN_INTERVAL_MS), forget: (hash) => cache.failed(hash, 'seenAt') }

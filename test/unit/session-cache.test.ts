@@ -1,7 +1,7 @@
 // The rules that keep the local session cache exact (src/auth/session-cache.ts), one by one. The
 // end-to-end proof with two instances on a real Redis is test/e2e/local-cache.test.ts.
 import { describe, expect, it } from 'vitest';
-import { SessionCache } from '../../src/auth/session-cache.ts';
+import { SessionCache, SessionRecordSlots } from '../../src/auth/session-cache.ts';
 import type { SessionRecord } from '../../src/auth/sessions.ts';
 
 const record = (userId: string): SessionRecord => ({ userId, isAdmin: false, provider: 'password', createdAt: 0, expiresAt: 1 });
@@ -141,5 +141,48 @@ describe('SessionCache', () => {
     fill(cache, 'c');
     expect(cache.get('c', 2)).toBeDefined();
     expect([cache.get('a', 2), cache.get('b', 2)].filter(Boolean)).toHaveLength(1);
+  });
+
+  it('more entries than the first columns hold: slots grow, and the slots of evicted and forgotten entries serve new ones', () => {
+    const cache = live(3000, 60_000);
+    for (let i = 0; i < 3000; i++) fill(cache, `h${i}`, `u${i}`, i);
+    for (let i = 0; i < 3000; i++) expect(cache.get(`h${i}`, 3000)?.userId).toBe(`u${i}`);
+    cache.forget('h0');
+    expect(cache.due('h0', 'pushedAt', 3001, 60_000)).toBe(true); // a new entry: never pushed
+    for (let i = 3000; i < 4000; i++) fill(cache, `h${i}`, `u${i}`, i);
+    const h0Kept = cache.pushedAt('h0') !== undefined; // an entry without a record, unless the sweep took it
+    const held = Array.from({ length: 4000 }, (_, i) => i).filter((i) => cache.get(`h${i}`, 4000) !== undefined);
+    expect(held).toHaveLength(h0Kept ? 2999 : 3000);
+    for (const i of held) expect(cache.get(`h${i}`, 4000)?.userId).toBe(`u${i}`); // no slot shared by two entries
+  });
+});
+
+describe('SessionRecordSlots', () => {
+  const t0 = Date.UTC(2026, 10, 26, 6, 0, 0, 123);
+  const cache = () => {
+    const c = new SessionCache(10, 60_000, new SessionRecordSlots());
+    c.setLive(true);
+    return c;
+  };
+
+  it('gives back the record it was given, field for field (epoch times exact, totp only when on)', () => {
+    const c = cache();
+    const records: Record<string, SessionRecord> = {
+      a: { userId: 'alice', isAdmin: true, provider: 'password', createdAt: t0, expiresAt: t0 + 86_400_000, totp: true },
+      b: { userId: 'bob', isAdmin: false, provider: 'github', createdAt: t0 - 1, expiresAt: t0 + 1 },
+    };
+    for (const [hash, r] of Object.entries(records)) c.finish(hash, c.begin(hash)!, r, t0);
+    expect(c.get('a', t0 + 1)).toStrictEqual(records.a);
+    expect(c.get('b', t0 + 1)).toStrictEqual(records.b);
+    expect('totp' in c.get('b', t0 + 1)!).toBe(false);
+  });
+
+  it('a record read again replaces the one kept; an invalidated one is gone', () => {
+    const c = cache();
+    c.finish('a', c.begin('a')!, { userId: 'alice', isAdmin: false, provider: 'password', createdAt: t0, expiresAt: t0 + 5 }, t0);
+    c.finish('a', c.begin('a')!, { userId: 'alice', isAdmin: true, provider: 'password', createdAt: t0, expiresAt: t0 + 9 }, t0 + 1);
+    expect(c.get('a', t0 + 2)).toMatchObject({ isAdmin: true, expiresAt: t0 + 9 });
+    c.invalidate('a');
+    expect(c.get('a', t0 + 3)).toBeUndefined();
   });
 });

@@ -35,5 +35,7 @@ if (state !== 'fresh') {
 // An older build without that module (no TypeScript to rebuild it) starts as it always did.
 const secretEnv = await import('../dist/src/secret-env.js').catch(() => null);
 await secretEnv?.keepSecretsOutOfEnviron();
-const { main } = await import('../dist/src/server.js');
+// One door per runtime (docs/runtimes.md): `bun bin/start.js` serves on Bun.serve, `deno run -A bin/start.js` on Deno.serve.
+const door = globalThis.Bun ? 'server-bun.js' : globalThis.Deno ? 'server-deno.js' : 'server.js';
+const { main } = await import(`../dist/src/${door}`);
 await main();

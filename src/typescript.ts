@@ -9,6 +9,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 const fromSources = import.meta.url.endsWith('.ts');
+/** Bun and Deno load TypeScript themselves (docs/runtimes.md): no loader to register. */
+const nativeTypeScript = 'Bun' in globalThis || 'Deno' in globalThis;
 let registered = false;
 
 const isTypeScript = (file: string) => /\.(c|m)?tsx?$/.test(file) && !file.endsWith('.d.ts');
@@ -42,7 +44,7 @@ export const typeScriptRegistered = () => registered;
 
 /** Registers tsx's loader if any of `files` is TypeScript; returns whether TypeScript is available. */
 export async function typeScriptFor(files: string[]): Promise<boolean> {
-  if (fromSources || registered) return true;
+  if (fromSources || nativeTypeScript || registered) return true;
   if (!files.some(isTypeScript)) return false;
   // Both: a `.ts` file in a folder without `"type": "module"` is CommonJS to Node, which tsx hooks apart.
   const [esm, cjs] = await Promise.all([import('tsx/esm/api'), import('tsx/cjs/api')]);

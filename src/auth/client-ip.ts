@@ -1,6 +1,7 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import { isIP, isIPv4, isIPv6 } from 'node:net';
+import type { RuntimeBindings } from '../http/env.ts';
 
 /**
  * The caller's address: the socket's, or with `server.trustProxy: N` the address N hops back in
@@ -12,10 +13,12 @@ export function clientIp(c: Context, trustProxy: number): string {
     const ip = hops[hops.length - trustProxy];
     if (ip) return plainAddress(ip);
   }
+  const given = (c.env as RuntimeBindings | undefined)?.clientAddress;
+  if (given !== undefined) return given;
   try {
     return getConnInfo(c).remote.address ?? 'unknown';
   } catch {
-    return 'unknown'; // not served by @hono/node-server (in-process tests)
+    return 'unknown'; // served by no door (in-process tests)
   }
 }
 

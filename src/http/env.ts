@@ -61,3 +61,11 @@ export interface AppVariables {
 export interface AppEnv {
   Variables: AppVariables;
 }
+
+/**
+ * What the Bun and Deno doors (src/server-bun.ts, src/server-deno.ts) pass as the app's `env`: the
+ * socket's address, which a Web-standard `Request` does not carry (the Node door passes Node's request).
+ */
+export interface RuntimeBindings {
+  clientAddress?: string;
+}

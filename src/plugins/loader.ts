@@ -121,8 +121,11 @@ function locationIn(err: unknown, { source: folder, entry }: Candidate): string 
   const escaped = folder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   const found = new RegExp(`(${escaped}/[^\\s():]+:\\d+(?::\\d+)?)`).exec(stack);
   if (found) return String((err as Error).message).includes(found[1]!) ? '' : ` (at ${found[1]})`;
+  // Bun says where a file does not parse in the error's `position`.
+  const position = (err as { position?: { file?: string; line?: number } } | undefined)?.position;
+  if (position?.file?.startsWith(`${folder}/`) && position.line) return ` (at ${position.file}:${position.line})`;
   // A JavaScript entry that does not parse: Node keeps the place out of the error's stack; its check says it.
-  if (err instanceof SyntaxError && entry && /\.m?js$/.test(entry)) {
+  if (err instanceof SyntaxError && entry && /\.m?js$/.test(entry) && !('Bun' in globalThis || 'Deno' in globalThis)) {
     const checked = spawnSync(process.execPath, ['--check', entry], { encoding: 'utf8', timeout: 10_000 });
     const where = /^(?:file:\/\/)?(\/\S+:\d+)$/m.exec(checked.stderr ?? '');
     if (where) return ` (at ${where[1]})`;

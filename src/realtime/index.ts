@@ -16,6 +16,7 @@ import { RECOVERY_MS, Recovery, STREAM_MAX_LENGTH, type RecoveryRedis } from './
 import { guardListeners } from './guarded-listeners.ts';
 import { handshake, HandshakeError, namespacePlugin, type Caller } from './handshake.ts';
 import { rooms } from './rooms.ts';
+import { loadSocketEngine } from './socket-engine.ts';
 
 /** What core puts in `socket.data`: the same identities HTTP handlers see as `c.get(...)`. */
 export interface SocketData {
@@ -69,6 +70,17 @@ function eventLimit(socket: Socket): (packet: unknown[], next: (err?: Error) => 
   };
 }
 
+/** socket.io on a Web-standard door (`Realtime.attachEngine`). */
+export interface EngineRealtime {
+  /** Whether `request` is socket.io's (else the app's). */
+  isSocketRequest(request: Request): boolean;
+  /** The answer to a socket.io request. `server`: Bun's, or what upgrades like it. */
+  handle(request: Request, server: unknown): Promise<Response>;
+  /** The WebSocket handlers `Bun.serve` calls. */
+  websocket: unknown;
+  engine: import('@socket.io/bun-engine').Server;
+}
+
 /** Paths socket.io answers at: the backend path and the one a proxy forwards unstripped (as for HTTP routes). */
 export const SOCKET_PATH = '/socket.io';
 const API_SOCKET_PATH = '/api/socket.io';
@@ -97,12 +109,15 @@ export class Realtime {
   private adapterConnections?: AdapterConnection[];
   /** Connection state recovery, with the cross-instance adapter only (the embedded store has none). */
   private recovery?: Recovery;
+  /** What every engine gets, Node's or Bun's: CORS with credentials for the frontends. */
+  private readonly engineOptions: { cors?: { origin: string[]; credentials: true } };
 
   constructor(private readonly deps: { config: Config; logger: Logger; auth: Auth; db: Database; store: Store }) {
     const { config, logger, auth } = deps;
     this.registry = new ConnectionRegistry(logger);
     this.channel = `${config.auth.store.keyPrefix}realtime`;
     this.identify = handshake(auth, config);
+    this.engineOptions = config.env.frontendUrls.length ? { cors: { origin: config.env.frontendUrls, credentials: true } } : {};
     this.io = new Server({
       path: SOCKET_PATH,
       serveClient: false, // frontends bundle socket.io-client
@@ -118,7 +133,7 @@ export class Realtime {
       // RECOVERY_MS gets its rooms and the events it missed, once its handshake has passed again
       // (`skipMiddlewares: false`, and see recovery.ts: core restores, after authenticating).
       ...(deps.store.dedicatedConnection ? { connectionStateRecovery: { maxDisconnectionDuration: RECOVERY_MS, skipMiddlewares: false } } : {}),
-      ...(config.env.frontendUrls.length ? { cors: { origin: config.env.frontendUrls, credentials: true } } : {}),
+      ...this.engineOptions,
     });
     // Every namespace, the main one and those plugins create, admits only authenticated sockets.
     this.guard(this.io.of('/'));
@@ -134,18 +149,7 @@ export class Realtime {
    * to the announcements of other instances (a socket must never exist unsubscribed).
    */
   async attach(http: HttpServer): Promise<void> {
-    // Rooms and broadcasts across instances, set up only by a process that serves sockets (an app
-    // used in-process, as the tests do, opens no connections for it).
-    const connection = this.deps.store.dedicatedConnection?.() as AdapterConnection | undefined;
-    if (connection) {
-      this.recovery = new Recovery(connection, this.deps.config.auth.store.keyPrefix, `${this.deps.config.auth.store.keyPrefix}socket.io`, this.deps.logger);
-      this.adapterConnections = streamsAdapter(this.io, connection, this.deps.config.auth.store.keyPrefix, this.deps.logger, this.recovery);
-    }
-    this.subscription = await this.deps.store.subscribe(
-      this.channel,
-      (raw) => this.receive(raw),
-      () => void this.registry.recheckAll(),
-    );
+    await this.listenToOtherInstances();
     this.io.attach(http);
     // Engine.IO's answers are plain text or JSON: a browser must never run one as a script.
     const nosniff = (headers: Record<string, string>) => void (headers['X-Content-Type-Options'] = 'nosniff');
@@ -157,6 +161,57 @@ export class Realtime {
     };
     http.prependListener('request', unprefix);
     http.prependListener('upgrade', unprefix);
+  }
+
+  /**
+   * Attaches socket.io to a Web-standard door (src/server-bun.ts, src/server-deno.ts) through
+   * @socket.io/bun-engine, socket.io's engine for `Request`/`Response` servers, with the rules of the Node
+   * engine above (no JSONP, CORS, nosniff). Bun upgrades to WebSockets itself; Deno through
+   * `denoUpgrades` (src/realtime/deno-websockets.ts).
+   */
+  async attachEngine(): Promise<EngineRealtime> {
+    await this.listenToOtherInstances();
+    const { Server: Engine } = await loadSocketEngine();
+    const { cors } = this.engineOptions;
+    const engine = new Engine({
+      path: `${SOCKET_PATH}/`,
+      allowRequest: async (req) => {
+        if (new URL(req.url).searchParams.has('j')) throw 'JSONP polling is not served';
+      },
+      ...(cors ? { cors } : {}),
+      editResponseHeaders: (headers) => headers.set('X-Content-Type-Options', 'nosniff'),
+    });
+    this.io.bind(engine as unknown as Parameters<RealtimeServer['bind']>[0]);
+    const { websocket } = engine.handler();
+    return {
+      engine,
+      websocket,
+      // Only the two socket.io paths (the engine itself does not look at the path): `/socket.io/` and the
+      // one a proxy forwards with `/api` kept, found without parsing the URL of every other request.
+      isSocketRequest: ({ url }) => {
+        const at = url.indexOf('/', url.indexOf('//') + 2);
+        return at > 0 && (url.startsWith(`${SOCKET_PATH}/`, at) || url.startsWith(`${API_SOCKET_PATH}/`, at));
+      },
+      handle: (request, server) => engine.handleRequest(request, server as Parameters<typeof engine.handleRequest>[1]),
+    };
+  }
+
+  /**
+   * Rooms and broadcasts across instances, and the announcements of other instances, before the first
+   * socket (a socket must never exist unsubscribed). Set up only by a process that serves sockets (an
+   * app used in-process, as the tests do, opens no connections for it).
+   */
+  private async listenToOtherInstances(): Promise<void> {
+    const connection = this.deps.store.dedicatedConnection?.() as AdapterConnection | undefined;
+    if (connection) {
+      this.recovery = new Recovery(connection, this.deps.config.auth.store.keyPrefix, `${this.deps.config.auth.store.keyPrefix}socket.io`, this.deps.logger);
+      this.adapterConnections = streamsAdapter(this.io, connection, this.deps.config.auth.store.keyPrefix, this.deps.logger, this.recovery);
+    }
+    this.subscription = await this.deps.store.subscribe(
+      this.channel,
+      (raw) => this.receive(raw),
+      () => void this.registry.recheckAll(),
+    );
   }
 
   /** Closes every socket and stops listening to other instances (graceful shutdown). */

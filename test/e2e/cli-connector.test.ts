@@ -759,7 +759,7 @@ describe('the service process (a real svc, started as `npm start` does)', () => 
     const parent = JSON.parse(body.stdout) as { environ: string[]; cmdline: string[] };
     // It is svc's environment (the app path is there), without one secret, by name or by value.
     expect(parent.environ).toContain(`SVC_APP_PATH=${appRoot}`);
-    expect(parent.cmdline.join(' ')).toContain('server.ts');
+    expect(parent.cmdline.join(' ')).toMatch(/server(-bun|-deno)?\.ts/);
     for (const [name, value] of Object.entries(secrets)) {
       expect(parent.environ.filter((v) => v.startsWith(`${name}=`) || v.includes(value)), name).toEqual([]);
     }

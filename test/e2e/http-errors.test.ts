@@ -16,7 +16,7 @@ import { MAX_JSON_DEPTH } from '../../src/http/json-depth.ts';
 import { defineRoute, mountRoutes, type RouteDefinition } from '../../src/http/route.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 import { createLogger } from '../../src/logger.ts';
-import { buildInstance } from '../../src/server.ts';
+import { buildInstance } from '../../src/service.ts';
 import { Stores } from '../../src/store/index.ts';
 import { stopAll, tempDir } from '../support/spawn.ts';
 

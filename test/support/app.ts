@@ -7,7 +7,7 @@ import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import type { Database } from '../../src/db/index.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
-import { appWithPlugins, buildInstance } from '../../src/server.ts';
+import { appWithPlugins, buildInstance } from '../../src/service.ts';
 import { Stores } from '../../src/store/index.ts';
 import { fetchWithCookies } from './cookie-jar.ts';
 

@@ -17,6 +17,23 @@ const DIE_WITH_PARENT = pathToFileURL(fileURLToPath(new URL('./die-with-parent.t
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/**
+ * The runtime svc runs on (`SVC_TEST_RUNTIME`: node, the default, bun or deno; CI runs the service-level
+ * suites on each, docs/runtimes.md). Bun and Deno run the TypeScript sources themselves; the runtime's
+ * binary is the one on PATH (`.ci/run` puts the npm registry's `bun` and `deno` packages there).
+ */
+export const RUNTIME = (process.env.SVC_TEST_RUNTIME || 'node') as 'node' | 'bun' | 'deno';
+if (!['node', 'bun', 'deno'].includes(RUNTIME)) throw new Error(`SVC_TEST_RUNTIME=${RUNTIME}: expected node, bun or deno`);
+
+/** The command that starts svc's sources on `RUNTIME` (its door, src/server*.ts), with die-with-parent.ts preloaded. */
+function svcCommand(): [string, string[]] {
+  const dieWithParent = fileURLToPath(DIE_WITH_PARENT);
+  const door = (name: string) => path.join(PROJECT_DIR, `src/server-${name}.ts`);
+  if (RUNTIME === 'bun') return ['bun', ['--conditions=svc-source', '--preload', dieWithParent, door('bun')]];
+  if (RUNTIME === 'deno') return ['deno', ['run', '--allow-all', '--conditions=svc-source', '--preload', dieWithParent, door('deno')]];
+  return [process.execPath, ['--conditions=svc-source', '--import', 'tsx', '--import', DIE_WITH_PARENT, SERVER]];
+}
+
 /** A port nothing listens on right now (the OS picks it; it is released before returning). */
 function ephemeralStart(): number {
   try {
@@ -179,7 +196,8 @@ async function startOnce(opts: SpawnOptions): Promise<SvcProcess> {
 
   // svc's TypeScript sources, the workspace packages' too (the CLI connector's `exports` name them under
   // svc-source; without it Node takes their dist/, which only a build makes).
-  const child = spawn(process.execPath, ['--conditions=svc-source', '--import', 'tsx', '--import', DIE_WITH_PARENT, SERVER], {
+  const [command, args] = svcCommand();
+  const child = spawn(command, args, {
     cwd: PROJECT_DIR,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

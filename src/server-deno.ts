@@ -1,0 +1,85 @@
+/**
+ * The Deno door: the service (src/service.ts) served by `Deno.serve`, Deno's own Web-standard server
+ * (measured against Deno's `node:http` layer in docs/runtimes.md). socket.io runs on
+ * @socket.io/bun-engine, its WebSockets upgraded by Deno (src/realtime/deno-websockets.ts).
+ * `deno run -A bin/start.js` (`npm run start:deno`) lands here; the Node-only parts of the Node door
+ * (its parser-error answers, the session lane on Node's request objects) have Deno's own behaviour
+ * instead (docs/runtimes.md, "Differences").
+ */
+import { pathToFileURL } from 'node:url';
+import type { RuntimeBindings } from './http/env.ts';
+import type { Logger } from './logger.ts';
+import { denoUpgrades } from './realtime/deno-websockets.ts';
+import { listenError, listeningUrl, logListening, openService, runService, type RunningServer } from './service.ts';
+
+/** The part of Deno's API this door uses (no Deno types in a Node project for one call). */
+interface DenoServer {
+  readonly addr: { port: number };
+  /** Stops listening; resolves once in-flight requests are answered. */
+  shutdown(): Promise<void>;
+}
+interface DenoServeOptions {
+  hostname: string;
+  port: number;
+  onListen(): void;
+  onError(err: unknown): Response;
+}
+declare const Deno: {
+  serve(options: DenoServeOptions, handler: (request: Request, info: { remoteAddr: { hostname: string } }) => Response | Promise<Response>): DenoServer;
+};
+
+export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?: Logger): Promise<RunningServer> {
+  const service = await openService(env, logger);
+  const { instance, app } = service;
+  const { config, logger: log } = instance;
+  const internalError = JSON.stringify({ error: { code: 'internal_error', message: 'Something went wrong on our side' } });
+  let server: DenoServer;
+  try {
+    const realtime = await instance.realtime.attachEngine();
+    server = Deno.serve(
+      {
+        hostname: config.env.host,
+        port: config.env.port,
+        onListen: () => {}, // svc logs its own line below
+        onError(err) {
+          log.error({ err }, 'a request failed outside the app');
+          return new Response(internalError, { status: 500, headers: { 'Content-Type': 'application/json' } });
+        },
+      },
+      (request, info) => {
+        if (realtime.isSocketRequest(request)) {
+          const upgrades = denoUpgrades(realtime.engine);
+          return realtime.handle(request, upgrades.server).then((response) => upgrades.upgraded() ?? response);
+        }
+        const bindings: RuntimeBindings = { clientAddress: info.remoteAddr.hostname };
+        return app.fetch(request, bindings);
+      },
+    );
+  } catch (err) {
+    await instance.realtime.close();
+    await service.close();
+    throw listenError(config, err as Error);
+  }
+  const url = listeningUrl(config.env.host, server.addr.port);
+  logListening(instance, url, server.addr.port, 'deno');
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      log.info('shutting down: finishing in-flight requests');
+      const stopped = server.shutdown();
+      // socket.io's connections end now, and their clients reconnect to another instance.
+      await instance.realtime.close();
+      // A request that hangs does not hold the stop for more than 10 s, as in the Node door.
+      let hard: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([stopped, new Promise<void>((resolve) => (hard = setTimeout(resolve, 10_000)))]);
+      clearTimeout(hard);
+      await service.close();
+      log.info('stopped');
+    })());
+  return { url, instance, close };
+}
+
+export const main = () => runService(() => startServer());
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();

@@ -89,10 +89,10 @@ const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'obj
  * The flags of svc's `npm start` that every Node stack gets: the ones for speed. `--no-memory-reducer` keeps
  * a process that idles in its first seconds (every stack here waits for the others' runs) from the slower
  * path Node 20 takes for good after V8's first memory-reducing collection (docs/operations.md, "Shutdown"): without it
- * for all, the bench would compare that V8 quirk rather than code. `--max-semi-space-size` is svc's own
- * memory-for-CPU choice, and stays svc's.
+ * for all, the bench would compare that V8 quirk rather than code. `--max-semi-space-size` and
+ * `--heap-growing-percent` are svc's own memory choices (docs/operations.md), and stay svc's.
  */
-export const sharedNodeFlags = () => npmStartFlags().filter((flag) => !flag.startsWith('--max-semi-space-size'));
+export const sharedNodeFlags = () => npmStartFlags().filter((flag) => !flag.startsWith('--max-semi-space-size') && !flag.startsWith('--heap-growing-percent'));
 
 async function startPeer(ctx: StackContext, id: string, file: string, env: Record<string, string> = {}): Promise<RunningStack> {
   const port = await freePort();

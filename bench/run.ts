@@ -403,9 +403,15 @@ interface Goal {
 /** The memory line: svc with `localCache` holding 100,000 sessions (bench/session-cache-memory.ts). */
 interface MemoryResult {
   sessions: number;
+  /** Before any session: the fresh database's bootstrap admin (argon2id) peaks here; not judged. */
+  startupPeakRssMB: number;
   idleRssMB: number;
   rssMB: number;
+  /** Peak RSS while the sessions were served (reset after start-up). */
   peakRssMB: number;
+  /** Issue 59: <= 100 MB (< 120 MB with 20% headroom); `met` as the script judged it. */
+  goalMB: number;
+  met: boolean;
   lastPassStoreReads: number;
   failed: number;
 }
@@ -439,6 +445,10 @@ function goalsOf(summaries: StackSummary[], storm: LoginStorm | null): Goal[] {
   add('svc / better-auth (req/s)', ratio(svc?.reqPerSec, by.get('better-auth')?.reqPerSec), '>= 1.5', (x) => x >= 1.5);
   add('svc / better-auth updateAge 0 (req/s)', ratio(svc?.reqPerSec, by.get('better-auth-slide')?.reqPerSec), '(>= 1.5)', (x) => x >= 1.5);
   add('svc / bare Hono (req/s)', ratio(svc?.reqPerSec, by.get('bare')?.reqPerSec), '-', null);
+  add('svc on Bun / svc on Node (req/s)', ratio(by.get('svc-bun')?.reqPerSec, svc?.reqPerSec), '>= 1.3', (x) => x >= 1.3);
+  add('p99 svc on Bun / svc on Node', ratio(by.get('svc-bun')?.p99, svc?.p99), '-', null);
+  add('svc on Deno / svc on Node (req/s)', ratio(by.get('svc-deno')?.reqPerSec, svc?.reqPerSec), '-', null);
+  add('p99 svc on Deno / svc on Node', ratio(by.get('svc-deno')?.p99, svc?.p99), '-', null);
   add('svc plugin route / lean + auto-pipelining (req/s)', ratio(plugin?.reqPerSec, lp?.reqPerSec), '>= 0.9', (x) => x >= 0.9);
   add('p99 svc plugin route / lean + auto-pipelining', ratio(plugin?.p99, lp?.p99), '<= 1.2', (x) => x <= 1.2);
   add('svc plugin route store commands per request', plugin?.commandsPerRequest ?? NaN, '= 1', one(plugin));
@@ -465,8 +475,8 @@ const goalRow = (g: Goal, cells: string[] = [fmt(g.value)]) =>
 function memoryLine(m: MemoryResult): string {
   return (
     `**Memory:** svc with \`auth.session.localCache\` holding ${m.sessions.toLocaleString('en')} sessions (bench/session-cache-memory.ts, ` +
-    `as \`npm start\` runs it): peak RSS ${fmt(m.peakRssMB, 0)} MB (goal < 150: ${m.peakRssMB < 150 ? 'met' : 'missed'}), ` +
-    `RSS ${fmt(m.rssMB, 0)} MB after the last pass (${fmt(m.idleRssMB, 0)} MB before any session); store reads in the last pass ${m.lastPassStoreReads}, non-200 ${m.failed}.`
+    `as \`npm start\` runs it): peak RSS ${fmt(m.peakRssMB, 0)} MB (goal <= ${m.goalMB}, issue 59's < 120 MB with 20% headroom: ${m.met ? 'met' : 'missed'}), ` +
+    `RSS ${fmt(m.rssMB, 0)} MB after the last pass (${fmt(m.idleRssMB, 0)} MB before any session, start-up peak ${fmt(m.startupPeakRssMB, 0)} MB); store reads in the last pass ${m.lastPassStoreReads}, non-200 ${m.failed}.`
   );
 }
 

@@ -1,6 +1,10 @@
 // `npx tsx bench/session-cache-memory.ts [sessions] [--live]`: the memory of `auth.session.localCache`
-// with 100,000 sessions cached (performance issue, part 2: RSS < 150 MB). svc exactly as `npm start`
+// with 100,000 sessions cached (issue 59: < 120 MB RSS with 20% headroom, so the goal is met when the
+// peak RSS while serving them is <= 100 MB, in every run). svc exactly as `npm start`
 // runs it (`node bin/start.js`), one private redis-server, embedded database, `localCacheSize` 100000.
+// Start-up is reported apart and not judged: on its fresh database svc creates the bootstrap admin, whose
+// argon2id hash (19 MiB of memory, auth/passwords.ts) sets the process's peak once, before any session; the
+// peak is reset (/proc/<pid>/clear_refs) once svc is healthy, so the judged peak is that of the passes.
 // The sessions are written straight into Redis in svc's format (CONTRACT section 3), then each is
 // asked for three times: the first request pushes its TTL (GETEX, which Redis also announces back to
 // this instance), the second reads it into the cache (GET), the third must cost no store command.
@@ -25,6 +29,8 @@ const SESSIONS = Number(args.find((a) => /^\d+$/.test(a)) ?? 100_000);
 const TTL = 86_400;
 const HEAP_REPORT = fileURLToPath(new URL('../test/support/heap-report.ts', import.meta.url));
 const MB = 1024 * 1024;
+/** Issue 59: < 120 MB with 20% headroom (120 / 1.2). */
+const GOAL_MB = 100;
 
 const redisPort = await freePort();
 const redisServer = startRedisServer(redisPort);
@@ -61,6 +67,14 @@ try {
     }
     throw new Error('svc printed no heap-after-gc line');
   };
+  const startupPeak = (peakRss(svc.pid) ?? NaN) / MB;
+  // From here on, the peak is that of serving sessions (Linux: 5 resets VmHWM to the current RSS).
+  let peakReset = true;
+  try {
+    writeFileSync(`/proc/${svc.pid}/clear_refs`, '5');
+  } catch {
+    peakReset = false;
+  }
   const idleRss = (currentRss(svc.pid) ?? NaN) / MB;
   const idleLive = await liveMB();
 
@@ -102,13 +116,21 @@ try {
     results.push({ pass: i, ...result, storeReads: reads, rssMB: (currentRss(svc.pid) ?? NaN) / MB, peakMB: (peakRss(svc.pid) ?? NaN) / MB, liveMB: await liveMB() });
   }
   const how = live ? 'with --expose-gc and heap-report.ts (tsx loaded)' : 'as `npm start` runs it';
-  console.log(`svc ${how}, auth.session.localCache, ${SESSIONS} sessions (localCacheSize ${SESSIONS}); before any session: RSS ${idleRss.toFixed(0)} MB${live ? `, live after GC ${idleLive.toFixed(1)} MB` : ''}`);
+  console.log(
+    `svc ${how}, auth.session.localCache, ${SESSIONS} sessions (localCacheSize ${SESSIONS}); start-up peak RSS ${startupPeak.toFixed(0)} MB; before any session: RSS ${idleRss.toFixed(0)} MB${live ? `, live after GC ${idleLive.toFixed(1)} MB` : ''}`,
+  );
   console.log(`| pass | seconds | non-200 | GET+GETEX to Redis | RSS MB after | peak RSS MB |${live ? ' live MB after a full GC |' : ''}`);
   console.log(`|---:|---:|---:|---:|---:|---:|${live ? '---:|' : ''}`);
   for (const r of results) console.log(`| ${r.pass} | ${r.seconds.toFixed(1)} | ${r.failed} | ${r.storeReads} | ${r.rssMB.toFixed(0)} | ${r.peakMB.toFixed(0)} |${live ? ` ${r.liveMB.toFixed(1)} |` : ''}`);
-  // One line for `npm run bench` (which runs this script for its memory line) to read.
   const last = results[results.length - 1]!;
-  console.log(`result ${JSON.stringify({ sessions: SESSIONS, idleRssMB: idleRss, rssMB: last.rssMB, peakRssMB: Math.max(...results.map((r) => r.peakMB)), lastPassStoreReads: last.storeReads, failed: results.reduce((a, r) => a + r.failed, 0) })}`);
+  const peak = Math.max(...results.map((r) => r.peakMB));
+  const met = peakReset && !live && peak <= GOAL_MB;
+  const why = live ? ' (not judged: --live loads tsx)' : peakReset ? '' : ' (not judged: the peak could not be reset after start-up)';
+  console.log(`goal (issue 59): peak RSS <= ${GOAL_MB} MB with ${SESSIONS} cached sessions (< 120 MB with 20% headroom): ${peak.toFixed(0)} MB, ${met ? 'met' : 'missed'}${why}`);
+  // One line for `npm run bench` (which runs this script for its memory line) to read.
+  console.log(
+    `result ${JSON.stringify({ sessions: SESSIONS, startupPeakRssMB: startupPeak, idleRssMB: idleRss, rssMB: last.rssMB, peakRssMB: peak, goalMB: GOAL_MB, met, lastPassStoreReads: last.storeReads, failed: results.reduce((a, r) => a + r.failed, 0) })}`,
+  );
   await agent.close();
   redis.disconnect();
 } finally {

@@ -143,12 +143,15 @@ function svcStack(
   what: string,
   route: { path: string; plugin?: boolean; appConfig?: Record<string, unknown> } = { path: '/auth/session' },
   dirOf: (ctx: StackContext) => string = (ctx) => ctx.svcDir,
+  runtime: 'node' | 'bun' | 'deno' = 'node',
 ): Stack {
+  // Bun and Deno as `npm run start:bun` / `start:deno` run svc (docs/runtimes.md), from PATH.
+  const argv = { node: ['node-js', ...npmStartFlags()], bun: ['bun'], deno: ['deno', 'run', '--allow-all'] }[runtime];
   return {
     id,
     label,
     description:
-      `The real service as \`npm start\` runs it (\`node ${npmStartFlags().join(' ')} bin/start.js\`, compiled), Redis store,` +
+      `The real service as \`${{ node: 'npm start', bun: 'npm run start:bun', deno: 'npm run start:deno' }[runtime]}\` runs it (\`${argv.join(' ').replace('node-js', 'node')} bin/start.js\`, compiled), Redis store,` +
       ' embedded database, `LOG_LEVEL=warn`; ' +
       `\`GET ${route.path}\` with the cookie from \`POST /auth/login\` (${what}).`,
     path: route.path,
@@ -164,7 +167,7 @@ function svcStack(
       const port = await freePort();
       const child = startChild({
         name: id,
-        argv: ['node-js', ...npmStartFlags(), ...ctx.nodeFlags(id), 'bin/start.js'],
+        argv: [...argv, ...(runtime === 'node' ? ctx.nodeFlags(id) : []), 'bin/start.js'],
         cwd: dirOf(ctx),
         ...(ctx.serverCpus ? { cpus: ctx.serverCpus } : {}),
         env: {
@@ -193,6 +196,9 @@ export const svcB = svcStack('svc-b', 'svc (--svc-b)', { session: {} }, 'the def
   if (!ctx.svcBDir) throw new Error('svc-b needs --svc-b DIR');
   return ctx.svcBDir;
 });
+// svc on Bun and on Deno (issue 59), the default settings: each beside svc on Node in one run.
+const svcBun = svcStack('svc-bun', 'svc on Bun', { session: {}, store: { keyPrefix: 'bun:' } }, 'the default settings; Bun.serve', undefined, undefined, 'bun');
+const svcDeno = svcStack('svc-deno', 'svc on Deno', { session: {}, store: { keyPrefix: 'deno:' } }, 'the default settings; Deno.serve', undefined, undefined, 'deno');
 // Its own key prefix: with the default one, Redis would announce every GETEX of the `svc` stack's runs to
 // this process (it tracks the session prefix), which then took a fifth of a core from the stack measured.
 const svcCached = svcStack(
@@ -351,6 +357,8 @@ export const STACKS: Stack[] = [
   svcTodoCookie,
   svcTodoKeyCached,
   svcTodoCookieCached,
+  svcBun,
+  svcDeno,
   express,
   fastify,
   betterAuth('better-auth', 'better-auth', undefined, 'Its default `updateAge` (1 day): within a run the session is only read, its expiry does not move.'),

@@ -64,7 +64,9 @@ export async function keepSecretsOutOfEnviron(): Promise<void> {
     // This process is not the service: a listener a preload put here (a diagnostics report on SIGUSR2)
     // would answer for it. The worker has its own.
     process.removeAllListeners(signal);
-    process.on(signal, () => worker.kill(signal));
+    // `process.kill`, not `worker.kill`: Deno then reports a worker that exited 0 on the signal as
+    // killed by it (exit null, SIGTERM), and this process would die of the signal instead of exiting 0.
+    process.on(signal, () => process.kill(worker.pid!, signal));
   }
   worker.once('error', (err) => {
     process.stderr.write(`svc failed to start: ${err.message}\n`);

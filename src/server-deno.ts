@@ -28,6 +28,20 @@ declare const Deno: {
   serve(options: DenoServeOptions, handler: (request: Request, info: { remoteAddr: { hostname: string } }) => Response | Promise<Response>): DenoServer;
 };
 
+/**
+ * A socket.io request whose `signal` aborts only when the client goes before its answer. Deno's own
+ * aborts after every answer too (its "legacy" behaviour, unless `--unstable-no-legacy-abort`), which
+ * the engine takes for a polling client that left: it closed each connection right after its handshake.
+ * A WebSocket upgrade keeps Deno's request, which `Deno.upgradeWebSocket` needs.
+ */
+function abortOnlyBeforeAnswer(request: Request): { request: Request; answered(): void } {
+  if (request.headers.has('upgrade')) return { request, answered: () => {} };
+  const left = new AbortController();
+  let answered = false;
+  request.signal.addEventListener('abort', () => answered || left.abort(), { once: true });
+  return { request: new Request(request, { signal: left.signal }), answered: () => void (answered = true) };
+}
+
 export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?: Logger): Promise<RunningServer> {
   const service = await openService(env, logger);
   const { instance, app } = service;
@@ -49,7 +63,11 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
       (request, info) => {
         if (realtime.isSocketRequest(request)) {
           const upgrades = denoUpgrades(realtime.engine);
-          return realtime.handle(request, upgrades.server).then((response) => upgrades.upgraded() ?? response);
+          const polling = abortOnlyBeforeAnswer(request);
+          return realtime.handle(polling.request, upgrades.server).then((response) => {
+            polling.answered();
+            return upgrades.upgraded() ?? response;
+          });
         }
         const bindings: RuntimeBindings = { clientAddress: info.remoteAddr.hostname };
         return app.fetch(request, bindings);

@@ -301,7 +301,10 @@ function parseEnv(env: NodeJS.ProcessEnv, appRoot: string): { env: EnvConfig; wa
 export function loadDotEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const file = path.join(path.resolve(env.SVC_APP_PATH || process.cwd()), '.env');
   if (!existsSync(file)) return undefined;
+  // Variables of the real environment keep their values: Node's loadEnvFile leaves them, Deno's overwrites them.
+  const real = { ...process.env };
   process.loadEnvFile(file);
+  for (const [name, value] of Object.entries(real)) process.env[name] = value;
   return file;
 }
 

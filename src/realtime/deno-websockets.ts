@@ -23,7 +23,13 @@ export function denoUpgrades(engine: Engine): { server: unknown; upgraded(): Res
       for (const [name, value] of options.headers ?? []) upgrade.response.headers.set(name, value);
       const ws = Object.assign(upgrade.socket, { data: options.data }) as unknown as Parameters<Engine['onWebSocketOpen']>[0];
       upgrade.socket.binaryType = 'arraybuffer';
-      upgrade.socket.onopen = () => engine.onWebSocketOpen(ws);
+      // Bun opens the socket inside `upgrade`, so the engine's first packet (`open`, queued right after)
+      // finds it writable; Deno opens it once the answer is out: what was queued meanwhile goes now, as the
+      // engine sends its queue whenever the transport says it can take more (`drain`).
+      upgrade.socket.onopen = () => {
+        engine.onWebSocketOpen(ws);
+        (options.data as { transport: { emitReserved(event: 'drain'): void } }).transport.emitReserved('drain');
+      };
       upgrade.socket.onmessage = (event: MessageEvent) =>
         engine.onWebSocketMessage(ws, typeof event.data === 'string' ? event.data : Buffer.from(event.data as ArrayBuffer));
       upgrade.socket.onclose = (event: CloseEvent) => engine.onWebSocketClose(ws, event.code, event.reason);

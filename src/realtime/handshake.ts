@@ -32,16 +32,6 @@ export function namespacePlugin(socket: Socket): string | undefined {
 }
 
 /**
- * The handshake request's headers by lower-case name: Node's request has them so, Bun's engine
- * (src/server-bun.ts) hands over a Web-standard `Request`, whose `Headers` are read through `get`.
- */
-function headersOf(request: Socket['request']): Record<string, string | undefined> {
-  const headers = request.headers as unknown;
-  // Node joins repeated headers but Set-Cookie (a request has none): every value is a string.
-  return headers instanceof Headers ? Object.fromEntries(headers) : (headers as Record<string, string | undefined>);
-}
-
-/**
  * The socket.io handshake (SPEC.md Authentication rule 5): the session cookie (`auth.cookieName`,
  * as for HTTP), else `auth.sessionId` = a usable work session id. A cookie handshake from a foreign
  * `Origin` is refused like a cross-site POST (a page elsewhere must not ride the user's cookie).
@@ -49,13 +39,15 @@ function headersOf(request: Socket['request']): Record<string, string | undefine
 export function handshake(auth: Auth, config: Config) {
   const allowed = new Set(allowedOrigins(config).csrf);
   return async function identify(socket: Socket): Promise<Caller> {
-    const headers = headersOf(socket.request);
+    const { headers } = socket.request;
     try {
       const cookie = headers.cookie ? parseCookies(headers.cookie, auth.cookieName)[auth.cookieName] : undefined;
       const session = cookie ? ((await auth.sessions.lookup(cookie))?.session ?? null) : null;
       if (session) {
         const origin = headers.origin;
-        const own = originFromHeaders(headers, (socket.request.socket as TLSSocket | undefined)?.encrypted === true || socket.request.url?.startsWith('https:') === true, config.server.trustProxy);
+        // Node's request has its socket; the engine of the Bun and Deno doors gives `connection: { encrypted }`.
+        const encrypted = ((socket.request.socket as TLSSocket | undefined) ?? (socket.request.connection as TLSSocket | undefined))?.encrypted === true;
+        const own = originFromHeaders(headers, encrypted, config.server.trustProxy);
         if (origin && (origin === 'null' || (!allowed.has(origin) && origin !== own))) throw new HandshakeError('csrf_failed', 'This connection comes from an origin that is not allowed');
         return { kind: 'session', session };
       }

@@ -5,7 +5,7 @@
 // that prints its argv as JSON shows exactly what a program received.
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -132,6 +132,19 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Waits until `n` processes of the `sleep 30 stay` script run (each /script call's program has started). */
+async function sleepers(n: number): Promise<void> {
+  const count = () =>
+    readdirSync('/proc').filter((pid) => {
+      try {
+        return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').endsWith('sleep.mjs\u000030\u0000stay\u0000');
+      } catch {
+        return false; // ended meanwhile
+      }
+    }).length;
+  await expect.poll(count, { timeout: 10_000, interval: 20 }).toBeGreaterThanOrEqual(n);
 }
 
 const script = (c: TestClient, cmd: string, body?: unknown) => c.fetch(`${PREFIX}/script/${cmd}`, body === undefined ? { method: 'POST' } : { method: 'POST', json: body });
@@ -644,20 +657,22 @@ describe('safety (CONTRACT section 8, issue 35)', () => {
 
   it('/script calls are capped per user (3) and in all (10, admins 2 more): one more is 429 too_many_jobs', async () => {
     const slow = (c: TestClient) => script(c, 'sleep', { args: ['30', 'stay'] });
+    // Every call below runs into the 1.5 s script timeout: logged in first, and each step waits for its
+    // scripts' processes rather than a guess of time (on a busy machine, a guess outlasted the timeout).
+    const others = [await login(), await login(), await login()];
+    const admin2 = await login(true);
     const mine = [slow(alice), slow(alice), slow(alice)];
-    await new Promise((r) => setTimeout(r, 300)); // the three have started
+    await sleepers(3);
     const fourth = await slow(alice);
     expect(fourth.status).toBe(429);
     expect((await code(fourth)).code).toBe('too_many_jobs');
-    const others = [await login(), await login(), await login()];
     const more = [...others.flatMap((c) => [slow(c), slow(c)]), slow(admin)]; // 3 + 7 = 10 in all
-    await new Promise((r) => setTimeout(r, 300));
+    await sleepers(10);
     const eleventh = await slow(bob);
     expect(eleventh.status).toBe(429);
     // Admins have a reserve of two beyond the ten (issue 52 item 10).
     const reserved = [slow(admin), slow(admin)];
-    await new Promise((r) => setTimeout(r, 300));
-    const admin2 = await login(true);
+    await sleepers(12);
     const beyond = await slow(admin2);
     expect(beyond.status).toBe(429);
     for (const res of await Promise.all([...mine, ...more, ...reserved])) expect(((await res.json()) as { status: unknown }).status).toBe('SIGTERM');

@@ -16,7 +16,7 @@ import { AppError, HTTP_ERROR_CODES } from './http/errors.ts';
 import { buildOpenApi } from './http/openapi.ts';
 import { corsOrigin, originCheck } from './http/origins.ts';
 import { DEFAULT_HEADERS, nodeResponse, presetHeader, requestIdFor } from './http/response-headers.ts';
-import { nodeRequest, requestHeader } from './http/request-headers.ts';
+import { laneKey, requestHeader } from './http/request-headers.ts';
 import { apiKeyGate, declaredScopes, defineRoute, mountPlugin, mountRoutes, requireCaller, routesOf, type RouteDefinition } from './http/route.ts';
 import { bearerApiKey } from './auth/api-keys.ts';
 import { MemoTrieRouter } from './http/router.ts';
@@ -52,8 +52,8 @@ export function createApp(instance: ServerInstance, plugins: LoadedPlugin[] = []
     presetHeader(c, 'X-Request-Id', id);
     if (nodeResponse(c)) for (const [name, value] of DEFAULT_HEADERS) presetHeader(c, name, value);
     // Timed from where it came in: `GET /auth/session`'s lane may have waited for the store first.
-    const incoming = nodeRequest(c);
-    return (incoming && instance.auth.lookedUp.get(incoming)?.started) || requestStarted(logger);
+    const key = laneKey(c);
+    return (key && instance.auth.lookedUp.get(key)?.started) || requestStarted(logger);
   };
   /** What ends every request: the DEFAULT_HEADERS where Node's response did not take them, and the log line. */
   const endRequest = (c: Context<AppEnv>, started: number): void => {

@@ -6,6 +6,7 @@
  * lane on Node's request objects) have Bun's own behaviour instead (docs/runtimes.md, "Differences").
  */
 import { pathToFileURL } from 'node:url';
+import { webSessionLane } from '../routes/auth/session.ts';
 import type { Logger } from './logger.ts';
 import { listenError, listeningUrl, logListening, openService, runService, type RunningServer } from './service.ts';
 import type { RuntimeBindings } from './http/env.ts';
@@ -34,6 +35,8 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   const { instance, app } = service;
   const { config, logger: log } = instance;
   const internalError = JSON.stringify({ error: { code: 'internal_error', message: 'Something went wrong on our side' } });
+  // The plainest `GET /auth/session` before the app, as the Node door does (routes/auth/session.ts).
+  const serve = webSessionLane(instance, (request, bindings) => app.fetch(request, bindings));
   let server: BunServer;
   try {
     const realtime = await instance.realtime.attachEngine();
@@ -46,8 +49,8 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
       maxRequestBodySize: config.server.bodyLimit + 64 * 1024,
       fetch(request, bun) {
         if (realtime.isSocketRequest(request)) return realtime.handle(request, bun);
-        const bindings: RuntimeBindings = { clientAddress: bun.requestIP(request)?.address };
-        return app.fetch(request, bindings);
+        const bindings: RuntimeBindings = { clientAddress: bun.requestIP(request)?.address, webDoor: true };
+        return serve(request, bindings);
       },
       websocket: realtime.websocket,
       error(err) {

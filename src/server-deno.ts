@@ -7,6 +7,7 @@
  * instead (docs/runtimes.md, "Differences").
  */
 import { pathToFileURL } from 'node:url';
+import { webSessionLane } from '../routes/auth/session.ts';
 import type { RuntimeBindings } from './http/env.ts';
 import type { Logger } from './logger.ts';
 import { denoUpgrades } from './realtime/deno-websockets.ts';
@@ -47,6 +48,8 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
   const { instance, app } = service;
   const { config, logger: log } = instance;
   const internalError = JSON.stringify({ error: { code: 'internal_error', message: 'Something went wrong on our side' } });
+  // The plainest `GET /auth/session` before the app, as the Node door does (routes/auth/session.ts).
+  const serve = webSessionLane(instance, (request, bindings) => app.fetch(request, bindings));
   let server: DenoServer;
   try {
     const realtime = await instance.realtime.attachEngine();
@@ -69,8 +72,8 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
             return upgrades.upgraded() ?? response;
           });
         }
-        const bindings: RuntimeBindings = { clientAddress: info.remoteAddr.hostname };
-        return app.fetch(request, bindings);
+        const bindings: RuntimeBindings = { clientAddress: info.remoteAddr.hostname, webDoor: true };
+        return serve(request, bindings);
       },
     );
   } catch (err) {

@@ -7,7 +7,7 @@ import { DEFAULT_HEADERS, requestIdFor } from '../../src/http/response-headers.t
 import { logRequest, requestStarted } from '../../src/logger.ts';
 import type { Auth } from '../../src/auth/index.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
-import type { ApiKeyCaller, AppEnv } from '../../src/http/env.ts';
+import type { ApiKeyCaller, AppEnv, RuntimeBindings } from '../../src/http/env.ts';
 import * as v from 'valibot';
 import { MAX_PASSWORD_LENGTH } from '../../src/auth/passwords.ts';
 import { captchaTokenSchema } from '../../src/defences/captcha.ts';
@@ -216,5 +216,56 @@ export function sessionLane({ auth, logger }: ServerInstance, next: NodeListener
     } catch (err) {
       failed(res, err);
     }
+  };
+}
+
+type WebHandler = (request: Request, bindings: RuntimeBindings) => Response | Promise<Response>;
+
+/**
+ * `sessionLane` for the Web-standard doors (src/server-bun.ts, src/server-deno.ts): the same plainest
+ * `GET /auth/session`, answered from the `Request` in front of the app (`next`: the app's `fetch`), with
+ * the same body, headers, lookup and log line; everything else, and a cookie that holds no session or
+ * a store that failed, goes to the app (`auth.lookedUp`, keyed by the `Request`).
+ */
+export function webSessionLane({ auth, logger }: ServerInstance, next: WebHandler): WebHandler {
+  const answer = (request: Request, bindings: RuntimeBindings, id: string, found: LookedUp | null, started: number): Response | Promise<Response> => {
+    if (!found) {
+      auth.lookedUp.set(request, { started, failed: false });
+      return next(request, bindings);
+    }
+    const reqId = requestIdFor(request.headers.get('x-request-id') ?? undefined);
+    const headers: [string, string][] = [['X-Request-Id', reqId], ...DEFAULT_HEADERS];
+    const cookie = auth.refreshedCookie(id, found);
+    if (cookie !== null) headers.push(['Set-Cookie', cookie]);
+    headers.push(['Content-Type', 'application/json']);
+    logRequest(logger, started, reqId, 'GET', '/auth/session', 200);
+    return new Response(JSON.stringify(sessionAnswer(found.session)), { status: 200, headers });
+  };
+  return (request, bindings) => {
+    if (request.method !== 'GET') return next(request, bindings);
+    // The path without parsing the URL: from the first `/` after the scheme's `//`, with no query.
+    const { url } = request;
+    const path = url.slice(url.indexOf('/', url.indexOf('//') + 2));
+    if (path !== '/auth/session' && path !== '/api/auth/session') return next(request, bindings);
+    const { headers } = request;
+    if (headers.has('origin') || headers.has('authorization') || headers.has('content-length') || headers.has('transfer-encoding')) return next(request, bindings);
+    const id = cookieOf(headers.get('cookie') ?? undefined, auth.cookieName);
+    if (!id) return next(request, bindings);
+    const started = requestStarted(logger);
+    let found: ReturnType<typeof auth.sessions.lookup>;
+    try {
+      found = auth.sessions.lookup(id);
+    } catch (error) {
+      auth.lookedUp.set(request, { started, failed: true, error }); // the app answers the store's failure
+      return next(request, bindings);
+    }
+    if (!isPending(found)) return answer(request, bindings, id, found, started);
+    return found.then(
+      (looked) => answer(request, bindings, id, looked, started),
+      (error: unknown) => {
+        auth.lookedUp.set(request, { started, failed: true, error });
+        return next(request, bindings);
+      },
+    );
   };
 }

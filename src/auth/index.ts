@@ -6,7 +6,7 @@ import type { AppEnv } from '../http/env.ts';
 import { AppError, forbidden } from '../http/errors.ts';
 import { isPending, syncAwareLayer, type SyncAwareLayer } from '../http/dispatch.ts';
 import { presetHeader } from '../http/response-headers.ts';
-import { nodeRequest, requestHeader } from '../http/request-headers.ts';
+import { laneKey, requestHeader } from '../http/request-headers.ts';
 import { acceptsApiKeys, apiKeyNotAllowed, checkScopes } from '../http/route.ts';
 import { ADMIN_SCOPE, ApiKeyService, bearerApiKey } from './api-keys.ts';
 import { DeviceFlow } from './device-flow.ts';
@@ -29,7 +29,6 @@ import { SessionCookie } from './session-cookie.ts';
 import { WaysIn } from './ways-in.ts';
 import { epochOf, isAdmin, UserService, WAYS_IN_IN_DOC, type UserDoc, type UserPatch } from './users.ts';
 import { PasskeyService } from './passkeys.ts';
-import type { IncomingMessage } from 'node:http';
 import { Mailer } from '../email/transport.ts';
 import { Webhooks } from '../webhooks/index.ts';
 import { EmailSelfService } from './self-service.ts';
@@ -514,8 +513,8 @@ export class Auth {
     if (key !== undefined) return this.useApiKey(c, key, next); // the key wins: cookies sent along are ignored
     const id = readCookie(c, this.cookieName);
     if (!id) return next();
-    const incoming = nodeRequest(c);
-    const lookedUp = incoming && this.lookedUp.get(incoming);
+    const looked = laneKey(c);
+    const lookedUp = looked && this.lookedUp.get(looked);
     if (lookedUp) {
       if (lookedUp.failed) throw lookedUp.error; // the store's failure, answered (503) without waiting for it twice
       return next();
@@ -584,7 +583,7 @@ export class Auth {
    * either no session or the store's failure. The session hook does not ask the store a second time
    * (with a hung store, that was a second command timeout before the 503).
    */
-  readonly lookedUp = new WeakMap<IncomingMessage, { started: number; failed: boolean; error?: unknown }>();
+  readonly lookedUp = new WeakMap<object, { started: number; failed: boolean; error?: unknown }>();
 
   /**
    * Route hook: 401 `unauthenticated` without a session, 403 `forbidden` for a non-admin when

@@ -68,4 +68,6 @@ export interface AppEnv {
  */
 export interface RuntimeBindings {
   clientAddress?: string;
+  /** Set by a Web-standard door: `GET /auth/session`'s lane keys what it looked up by the request (`laneKey`). */
+  webDoor: true;
 }

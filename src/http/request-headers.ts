@@ -1,8 +1,15 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
+import type { RuntimeBindings } from './env.ts';
 
 /** Node's request, when @hono/node-server serves this one (`c.env.incoming`). */
 export const nodeRequest = (c: Context) => (c.env as Partial<HttpBindings> | undefined)?.incoming;
+
+/**
+ * What `GET /auth/session`'s lane (routes/auth/session.ts) keys a lookup it made by, for the app to find:
+ * Node's request, or the Web-standard door's `Request` (src/server-bun.ts, src/server-deno.ts).
+ */
+export const laneKey = (c: Context): object | undefined => nodeRequest(c) ?? ((c.env as Partial<RuntimeBindings> | undefined)?.webDoor ? c.req.raw : undefined);
 
 /**
  * A request header by its lower-case name, as `c.req.header(name)` reads it. Served by

@@ -1,17 +1,14 @@
 /**
- * The Deno door: the service (src/service.ts) served by `Deno.serve`, Deno's own Web-standard server
- * (measured against Deno's `node:http` layer in docs/runtimes.md). socket.io runs on
- * @socket.io/bun-engine, its WebSockets upgraded by Deno (src/realtime/deno-websockets.ts).
- * `deno run -A bin/start.js` (`npm run start:deno`) lands here; the Node-only parts of the Node door
- * (its parser-error answers, the session lane on Node's request objects) have Deno's own behaviour
- * instead (docs/runtimes.md, "Differences").
+ * The Deno door: the service served by `Deno.serve`, Deno's own Web-standard server (src/web-door.ts
+ * holds what the Web doors share). socket.io runs on @socket.io/bun-engine, its WebSockets upgraded by
+ * Deno (src/realtime/deno-websockets.ts). `deno run -A bin/start.js` (`npm run start:deno`) lands here;
+ * what only the Node door does is listed in docs/runtimes.md, "Differences".
  */
 import { pathToFileURL } from 'node:url';
-import { webSessionLane } from '../routes/auth/session.ts';
-import type { RuntimeBindings } from './http/env.ts';
 import type { Logger } from './logger.ts';
 import { denoUpgrades } from './realtime/deno-websockets.ts';
-import { listenError, listeningUrl, logListening, openService, runService, type RunningServer } from './service.ts';
+import { runService, type RunningServer } from './service.ts';
+import { startWebDoor } from './web-door.ts';
 
 /** The part of Deno's API this door uses (no Deno types in a Node project for one call). */
 interface DenoServer {
@@ -43,63 +40,32 @@ function abortOnlyBeforeAnswer(request: Request): { request: Request; answered()
   return { request: new Request(request, { signal: left.signal }), answered: () => void (answered = true) };
 }
 
-export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?: Logger): Promise<RunningServer> {
-  const service = await openService(env, logger);
-  const { instance, app } = service;
-  const { config, logger: log } = instance;
-  const internalError = JSON.stringify({ error: { code: 'internal_error', message: 'Something went wrong on our side' } });
-  // The plainest `GET /auth/session` before the app, as the Node door does (routes/auth/session.ts).
-  const serve = webSessionLane(instance, (request, bindings) => app.fetch(request, bindings));
-  let server: DenoServer;
-  try {
-    const realtime = await instance.realtime.attachEngine();
-    server = Deno.serve(
-      {
-        hostname: config.env.host,
-        port: config.env.port,
-        onListen: () => {}, // svc logs its own line below
-        onError(err) {
-          log.error({ err }, 'a request failed outside the app');
-          return new Response(internalError, { status: 500, headers: { 'Content-Type': 'application/json' } });
-        },
+export const startServer = (env: NodeJS.ProcessEnv = process.env, logger?: Logger): Promise<RunningServer> =>
+  startWebDoor(
+    {
+      runtime: 'deno',
+      listen({ host, port, serve, realtime, failed }) {
+        const server = Deno.serve(
+          { hostname: host, port, onListen: () => {} /* svc logs its own line */, onError: failed },
+          (request, info) => {
+            if (realtime.isSocketRequest(request)) {
+              const upgrades = denoUpgrades(realtime.engine);
+              const polling = abortOnlyBeforeAnswer(request);
+              return realtime.handle(polling.request, upgrades.server).then((response) => {
+                polling.answered();
+                return upgrades.upgraded() ?? response;
+              });
+            }
+            return serve(request, { clientAddress: info.remoteAddr.hostname, webDoor: true });
+          },
+        );
+        // Deno has no way to cut the connections a hanging request holds: the stop goes on without it.
+        return { port: server.addr.port, stop: () => server.shutdown(), stopNow: () => Promise.resolve() };
       },
-      (request, info) => {
-        if (realtime.isSocketRequest(request)) {
-          const upgrades = denoUpgrades(realtime.engine);
-          const polling = abortOnlyBeforeAnswer(request);
-          return realtime.handle(polling.request, upgrades.server).then((response) => {
-            polling.answered();
-            return upgrades.upgraded() ?? response;
-          });
-        }
-        const bindings: RuntimeBindings = { clientAddress: info.remoteAddr.hostname, webDoor: true };
-        return serve(request, bindings);
-      },
-    );
-  } catch (err) {
-    await instance.realtime.close();
-    await service.close();
-    throw listenError(config, err as Error);
-  }
-  const url = listeningUrl(config.env.host, server.addr.port);
-  logListening(instance, url, server.addr.port, 'deno');
-
-  let closing: Promise<void> | undefined;
-  const close = () =>
-    (closing ??= (async () => {
-      log.info('shutting down: finishing in-flight requests');
-      const stopped = server.shutdown();
-      // socket.io's connections end now, and their clients reconnect to another instance.
-      await instance.realtime.close();
-      // A request that hangs does not hold the stop for more than 10 s, as in the Node door.
-      let hard: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([stopped, new Promise<void>((resolve) => (hard = setTimeout(resolve, 10_000)))]);
-      clearTimeout(hard);
-      await service.close();
-      log.info('stopped');
-    })());
-  return { url, instance, close };
-}
+    },
+    env,
+    logger,
+  );
 
 export const main = () => runService(() => startServer());
 

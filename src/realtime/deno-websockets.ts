@@ -6,7 +6,7 @@
  * `upgrade` is `Deno.upgradeWebSocket`, and hands back the upgrade's response (Deno's handler must
  * return it; the engine answers an empty one). Polling needs nothing: it is plain `Request`/`Response`.
  */
-import type { Server as Engine } from '@socket.io/bun-engine';
+import type { SocketEngine } from './socket-engine.ts';
 
 interface DenoUpgrade {
   socket: WebSocket;
@@ -15,13 +15,13 @@ interface DenoUpgrade {
 declare const Deno: { upgradeWebSocket(request: Request): DenoUpgrade };
 
 /** The engine's `server` for one request, and the response to return when it upgraded. */
-export function denoUpgrades(engine: Engine): { server: unknown; upgraded(): Response | undefined } {
+export function denoUpgrades(engine: SocketEngine): { server: unknown; upgraded(): Response | undefined } {
   let response: Response | undefined;
   const server = {
     upgrade(request: Request, options: { headers?: Headers; data: unknown }): boolean {
       const upgrade = Deno.upgradeWebSocket(request);
       for (const [name, value] of options.headers ?? []) upgrade.response.headers.set(name, value);
-      const ws = Object.assign(upgrade.socket, { data: options.data }) as unknown as Parameters<Engine['onWebSocketOpen']>[0];
+      const ws = Object.assign(upgrade.socket, { data: options.data });
       upgrade.socket.binaryType = 'arraybuffer';
       // Bun opens the socket inside `upgrade`, so the engine's first packet (`open`, queued right after)
       // finds it writable; Deno opens it once the answer is out: what was queued meanwhile goes now, as the

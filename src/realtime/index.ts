@@ -16,7 +16,7 @@ import { RECOVERY_MS, Recovery, STREAM_MAX_LENGTH, type RecoveryRedis } from './
 import { guardListeners } from './guarded-listeners.ts';
 import { handshake, HandshakeError, namespacePlugin, type Caller } from './handshake.ts';
 import { rooms } from './rooms.ts';
-import { loadSocketEngine } from './socket-engine.ts';
+import { loadSocketEngine, type SocketEngine } from './socket-engine.ts';
 
 /** What core puts in `socket.data`: the same identities HTTP handlers see as `c.get(...)`. */
 export interface SocketData {
@@ -78,7 +78,7 @@ export interface EngineRealtime {
   handle(request: Request, server: unknown): Promise<Response>;
   /** The WebSocket handlers `Bun.serve` calls. */
   websocket: unknown;
-  engine: import('@socket.io/bun-engine').Server;
+  engine: SocketEngine;
 }
 
 /** Paths socket.io answers at: the backend path and the one a proxy forwards unstripped (as for HTTP routes). */
@@ -181,6 +181,7 @@ export class Realtime {
       ...(cors ? { cors } : {}),
       editResponseHeaders: (headers) => headers.set('X-Content-Type-Options', 'nosniff'),
     });
+    // socket.io binds any engine with its `Server`'s events; the package's types name Bun's, not socket.io's.
     this.io.bind(engine as unknown as Parameters<RealtimeServer['bind']>[0]);
     const { websocket } = engine.handler();
     return {
@@ -192,7 +193,7 @@ export class Realtime {
         const at = url.indexOf('/', url.indexOf('//') + 2);
         return at > 0 && (url.startsWith(`${SOCKET_PATH}/`, at) || url.startsWith(`${API_SOCKET_PATH}/`, at));
       },
-      handle: (request, server) => engine.handleRequest(request, server as Parameters<typeof engine.handleRequest>[1]),
+      handle: (request, server) => engine.handleRequest(request, server),
     };
   }
 

@@ -16,6 +16,13 @@ const USED = 2;
 /** Slots made at first; the columns then double, up to the cache's size. */
 const FIRST_SLOTS = 1024;
 
+/** A copy of a typed column at a larger length (the slots it had keep their values). */
+function grown<T extends Float64Array | Uint8Array>(column: T, length: number, make: (n: number) => T): T {
+  const next = make(length);
+  next.set(column);
+  return next;
+}
+
 /**
  * Where a cache keeps its records, by slot number (`SessionCache`). The default keeps each record as it
  * was given (`ObjectSlots`); a store that knows the record's shape keeps its fields in columns instead
@@ -69,12 +76,8 @@ export class SessionRecordSlots implements RecordSlots<SessionRecord> {
   private readonly names = new Map<string, string>();
 
   grow(capacity: number): void {
-    const times = new Float64Array(capacity * 2);
-    times.set(this.times);
-    this.times = times;
-    const bits = new Uint8Array(capacity);
-    bits.set(this.bits);
-    this.bits = bits;
+    this.times = grown(this.times, capacity * 2, (n) => new Float64Array(n));
+    this.bits = grown(this.bits, capacity, (n) => new Uint8Array(n));
   }
 
   put(slot: number, record: SessionRecord): void {
@@ -284,12 +287,8 @@ export class SessionCache<R = SessionRecord> {
   private newSlot(): number {
     if (this.next === this.capacity) {
       const capacity = Math.min(this.maxEntries, Math.max(FIRST_SLOTS, this.capacity * 2));
-      const times = new Float64Array(capacity * 3);
-      times.set(this.times);
-      this.times = times;
-      const flags = new Uint8Array(capacity);
-      flags.set(this.flags);
-      this.flags = flags;
+      this.times = grown(this.times, capacity * 3, (n) => new Float64Array(n));
+      this.flags = grown(this.flags, capacity, (n) => new Uint8Array(n));
       this.records.grow(capacity);
       this.capacity = capacity;
     }

@@ -445,6 +445,12 @@ function goalsOf(summaries: StackSummary[], storm: LoginStorm | null): Goal[] {
   add('svc / better-auth (req/s)', ratio(svc?.reqPerSec, by.get('better-auth')?.reqPerSec), '>= 1.5', (x) => x >= 1.5);
   add('svc / better-auth updateAge 0 (req/s)', ratio(svc?.reqPerSec, by.get('better-auth-slide')?.reqPerSec), '(>= 1.5)', (x) => x >= 1.5);
   add('svc / bare Hono (req/s)', ratio(svc?.reqPerSec, by.get('bare')?.reqPerSec), '-', null);
+  // Issue 59: the session check nearly free, and the default path well past the lean route.
+  const bare = by.get('bare');
+  add('svc (localCache) / bare Hono (req/s)', ratio(cached?.reqPerSec, bare?.reqPerSec), '>= 0.95', (x) => x >= 0.95);
+  add('p99 svc (localCache) / bare Hono', ratio(cached?.p99, bare?.p99), '<= 1.1', (x) => x <= 1.1);
+  add('svc / lean + auto-pipelining (req/s), issue 59', ratio(svc?.reqPerSec, lp?.reqPerSec), '>= 1.3', (x) => x >= 1.3);
+  add('p99 svc / lean + auto-pipelining, issue 59', ratio(svc?.p99, lp?.p99), '<= 1', (x) => x <= 1);
   add('svc on Bun / svc on Node (req/s)', ratio(by.get('svc-bun')?.reqPerSec, svc?.reqPerSec), '>= 1.3', (x) => x >= 1.3);
   add('p99 svc on Bun / svc on Node', ratio(by.get('svc-bun')?.p99, svc?.p99), '-', null);
   add('svc on Deno / svc on Node (req/s)', ratio(by.get('svc-deno')?.reqPerSec, svc?.reqPerSec), '-', null);

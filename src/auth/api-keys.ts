@@ -11,6 +11,13 @@
  * `Retry-After`. One store round trip per request: the record and the count in one script
  * (`Store.getAndIncrWindow`), or the count alone (one `INCR`) when the record comes from the local cache.
  * `lastUsedAt` is written at most once a minute per key, after the answer.
+ *
+ * A well-formed key the store does not hold costs a database read; wrong keys (guessed, mistyped,
+ * revoked and retried) are counted per client address before that read (`INCR` of the address's counter
+ * for this minute, on every instance together): past `INVALID_PER_IP` in a minute, 429 `rate_limited`
+ * with `Retry-After`, without the database. A key the database does know gives its count back. A valid
+ * key's path (record in the store or the local cache) is untouched: still one round trip, never limited
+ * by the address. Nothing caches "unknown": a new key works at once, whatever was tried before.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -62,6 +69,8 @@ const USED_MEMORY = 50_000;
 const RATE_WINDOW = 60;
 /** A counter outlives its minute a little (instances' clocks differ by a little), then goes. */
 const RATE_TTL = 2 * RATE_WINDOW;
+/** Unknown keys one client address may send per minute of the clock (all instances together) before 429. */
+export const INVALID_PER_IP = 30;
 
 /** A key in the database. */
 export interface ApiKeyDoc {
@@ -168,6 +177,11 @@ export class ApiKeyService {
   private rateKey(hash: string, window: number) {
     const prefix = this.config.auth.store.keyPrefix;
     return this.prefixTagged ? `${prefix}api-key-rate:${hash}:${window}` : `${prefix}api-key-rate:{${this.key(hash)}}:${window}`;
+  }
+
+  /** The counter of unknown keys sent from `ip` in minute `window` (the address hashed, as other per-address counters). */
+  private invalidKey(ip: string, window: number) {
+    return `${this.config.auth.store.keyPrefix}api-key-invalid:${sha256hex(ip)}:${window}`;
   }
 
   private usedKey(hash: string) {
@@ -326,11 +340,13 @@ export class ApiKeyService {
 
   /**
    * The caller behind a key (CONTRACT 15): 401 `invalid_api_key` for a malformed, unknown, expired or
-   * revoked key; 429 `rate_limited` past `auth.apiKeys.rateLimit` requests in this minute. One store
-   * round trip: the record and the count in one script, or, with the record in the local cache, the
-   * count alone (one `INCR`). Counted before the check, on every instance together.
+   * revoked key; 429 `rate_limited` past `auth.apiKeys.rateLimit` requests in this minute, and for a key
+   * the store does not hold when its address (`clientIp`, asked only then) sent `INVALID_PER_IP` such keys
+   * this minute. One store round trip for a valid key: the record and the count in one script, or, with
+   * the record in the local cache, the count alone (one `INCR`). Counted before the check, on every
+   * instance together.
    */
-  authenticate(key: string): Promise<ApiKeyCaller> {
+  authenticate(key: string, clientIp: () => string = () => 'unknown'): Promise<ApiKeyCaller> {
     if (!KEY_PATTERN.test(key)) return Promise.reject(invalidApiKey());
     const hash = sha256hex(key);
     const now = Date.now();
@@ -338,7 +354,7 @@ export class ApiKeyService {
     const counter = this.rateKey(hash, window);
     const cached = this.cache?.get(hash, now);
     if (cached) return this.store.incrWindow(counter, RATE_TTL).then((count) => this.admit(hash, cached, count, now, window));
-    return this.readCounting(hash, counter, now).then(([record, count]) => this.admit(hash, record, count, now, window));
+    return this.readCounting(hash, counter, now, clientIp).then(([record, count]) => this.admit(hash, record, count, now, window));
   }
 
   /** The caller, once the record is found and the request counted: or 401, or 429 past the limit. */
@@ -355,10 +371,10 @@ export class ApiKeyService {
 
   /**
    * The record behind a hash, not in the local cache, and the request counted: from the store (with the
-   * count, one script), else from the database (then put back in the store). What the store gave is
-   * kept in the local cache unless Redis said the key changed meanwhile (`SessionCache.begin`).
+   * count, one script), else from the database (`readUnknown`: the address counted first). What the
+   * store gave is kept in the local cache unless Redis said the key changed meanwhile (`SessionCache.begin`).
    */
-  private async readCounting(hash: string, counter: string, now: number): Promise<[ApiKeyRecord | null, number]> {
+  private async readCounting(hash: string, counter: string, now: number, clientIp: () => string): Promise<[ApiKeyRecord | null, number]> {
     const token = this.cache?.begin(hash);
     let raw: string | null;
     let count: number;
@@ -372,7 +388,24 @@ export class ApiKeyService {
     }
     const record = raw === null ? null : (JSON.parse(raw) as ApiKeyRecord);
     if (token) this.cache!.finish(hash, token, record, now);
-    return [record ?? (await this.readBack(hash)), count];
+    return [record ?? (await this.readUnknown(hash, clientIp(), now)), count];
+  }
+
+  /**
+   * A key the store does not hold, from `ip`: counted against the address first (on every instance
+   * together), then the database decides; past `INVALID_PER_IP` this minute, 429 `rate_limited` without
+   * asking it. A key the database knows (its record had left the store) gives the count back.
+   */
+  private async readUnknown(hash: string, ip: string, now: number): Promise<ApiKeyRecord | null> {
+    const window = Math.floor(now / (RATE_WINDOW * 1000));
+    const counter = this.invalidKey(ip, window);
+    if ((await this.store.incrWindow(counter, RATE_TTL)) > INVALID_PER_IP) {
+      const retryAfter = String(Math.max(1, Math.ceil(((window + 1) * RATE_WINDOW * 1000 - now) / 1000)));
+      throw new AppError(429, 'rate_limited', `Too many unknown API keys from this address this minute; try again in ${retryAfter} s`, undefined, { 'Retry-After': retryAfter });
+    }
+    const record = await this.readBack(hash);
+    if (record) await this.store.decr(counter).catch(() => {});
+    return record;
   }
 
   /**

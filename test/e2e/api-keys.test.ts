@@ -3,7 +3,9 @@
 // hook into the same `authUser`, refused by routes that take no key, limited per key across instances.
 // Two instances share one Redis for revocation and the rate limit.
 
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { INVALID_PER_IP } from '../../src/auth/api-keys.ts';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { UnavailableError } from '../../src/http/errors.ts';
 import { createTestApp, type TestApp, type TestAppOptions, type TestClient } from '../support/app.ts';
@@ -550,6 +552,60 @@ describe.runIf(redisUrl)('two instances on one Redis', () => {
       expect((await b.fetch('/svc__todo/all', withKey(other.key))).status).toBe(200);
     });
   }
+
+  it('unknown keys count per client address on both instances together: past INVALID_PER_IP a minute 429 rate_limited without the database; valid keys and other addresses go on', async () => {
+    const { a, b } = await pair({ server: { trustProxy: 1 } });
+    const { client } = await loggedIn(a);
+    const made = await makeKey(client);
+    const lookups: string[] = [];
+    for (const x of [a, b]) {
+      const docs = x.instance.auth.apiKeys.docs;
+      const findOne = docs.findOne.bind(docs);
+      docs.findOne = (filter, ...rest) => {
+        lookups.push(JSON.stringify(filter));
+        return findOne(filter, ...rest);
+      };
+    }
+    await clearOfMinuteEnd();
+    const from = (ip: string) => ({ 'x-forwarded-for': ip });
+    const random = () => `svc_${randomBytes(32).toString('base64url')}`;
+    const extra = 8;
+    const answers = await Promise.all(Array.from({ length: INVALID_PER_IP + extra }, (_, i) => (i % 2 ? a : b).fetch('/svc__todo/all', withKey(random(), from('203.0.113.7')))));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(INVALID_PER_IP);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(extra);
+    // counted before the database is asked: one lookup per 401, none per 429
+    expect(lookups).toHaveLength(INVALID_PER_IP);
+    const refused = answers.find((r) => r.status === 429)!;
+    const body = (await refused.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('rate_limited');
+    expect(body.error.message).toMatch(/unknown API keys/);
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    // a valid key from that address is served (its record is in the store: the address is not asked)
+    expect((await a.fetch('/svc__todo/all', withKey(made.key, from('203.0.113.7')))).status).toBe(200);
+    expect((await b.fetch('/svc__todo/all', withKey(made.key, from('203.0.113.7')))).status).toBe(200);
+    // another address is not held back
+    const other = await b.fetch('/svc__todo/all', withKey(random(), from('198.51.100.2')));
+    expect(other.status).toBe(401);
+    expect(await errorCode(other)).toBe('invalid_api_key');
+    // a key made now works at once from the held-back address: nothing caches "unknown"
+    const fresh = await makeKey(client);
+    expect((await b.fetch('/svc__todo/all', withKey(fresh.key, from('203.0.113.7')))).status).toBe(200);
+  });
+
+  it('a valid key read back from the database (its record left the store) gives its count back', async () => {
+    const { a } = await pair();
+    const { client } = await loggedIn(a);
+    const made = await makeKey(client);
+    const store = a.instance.stores.forRole('sessions');
+    await clearOfMinuteEnd();
+    for (let i = 0; i < INVALID_PER_IP + 3; i++) {
+      await store.del(`${a.keyPrefix}api-key:${sha256hex(made.key)}`);
+      expect((await a.fetch('/svc__todo/all', withKey(made.key))).status).toBe(200);
+    }
+  });
 
   for (const localCache of [false, true]) {
     it(`a key request asks the store once: its record and its count in one script, or the count alone from the local cache (localCache: ${localCache})`, async () => {

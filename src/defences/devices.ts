@@ -152,6 +152,13 @@ export class KnownDevices {
     }
   }
 
+  /** Takes a device off the user's list (its next login is a new device's). */
+  private async forget(userId: string, deviceHash: string): Promise<void> {
+    const key = this.listKey(userId);
+    const known = JSON.parse((await this.store.get(key)) ?? '[]') as string[];
+    if (known.includes(deviceHash)) await this.store.set(key, JSON.stringify(known.filter((k) => k !== deviceHash)), { ttl: DEVICE_COOKIE_MAX_AGE });
+  }
+
   private notify(c: Context, user: UserDoc, session: { hash: string; createdAt: number }, deviceHash: string): void {
     const { ip, device } = requestOrigin(c, this.config.server.trustProxy);
     const time = new Date(this.now()).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
@@ -168,7 +175,7 @@ export class KnownDevices {
    * `POST /auth/not-me`: the token of a notice, once. Ends the session of that login and every session
    * its device (the same `svc_device` id) made since, locks password login until a reset
    * (`passwordResetRequired`, with the epoch moved in the same write: pending second steps and link
-   * flows die), revokes the user's API keys and mails a reset link.
+   * flows die), takes that device off the user's list, revokes the user's API keys and mails a reset link.
    */
   async notMe(c: Context<AppEnv>, token: string): Promise<void> {
     const raw = await this.store.getDel(this.tokenKey(token));
@@ -178,6 +185,9 @@ export class KnownDevices {
     this.logger.warn({ userId: user._id }, 'a user said a new-device login was not them: its session ends, password login is locked until a reset');
     try {
       await this.auth.users.advanceEpoch(user._id, { $set: { passwordResetRequired: true } });
+      // The device the owner disowned is known no more: a thief who gets the new password too (the same
+      // phishing page, the same malware) is announced again when that browser logs in.
+      if (record.deviceHash !== undefined) await this.forget(user._id, record.deviceHash);
       // That login's session, and what the same device made since (the attacker logging in again from
       // the same browser: a known device by then, so no notice of its own).
       const sameDevice = (s: { hash: string; createdAt: number; deviceHash?: string }) =>

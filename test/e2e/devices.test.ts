@@ -162,6 +162,21 @@ describe('known devices and new-device notices', () => {
     expect(Object.keys(listed.items[0]!).sort()).toEqual(['createdAt', 'current', 'device', 'id', 'ip', 'lastSeenAt']);
   });
 
+  it('the device reported by not-me is known no more: a thief who gets the new password too is announced again from that browser', async () => {
+    const user = await a.createUser();
+    expect((await browser(a).login(user.email, user.password)).status).toBe(200);
+    const thief = browser(a, UA.firefox);
+    expect((await thief.login(user.email, user.password)).status).toBe(200);
+    const token = tokenFrom((await smtp.waitFor(user.email))[0]!, '/not-me');
+    expect((await post(browser(a), '/auth/not-me', { token })).status).toBe(204);
+    const reset = tokenFrom((await smtp.waitFor(user.email, 2)).find((m) => m.subject === 'Reset your password')!, '/reset-password');
+    expect((await post(browser(a), '/auth/password/reset', { token: reset, newPassword: 'the new password, stolen too' })).status).toBe(204);
+    // The same browser (its svc_device cookie kept), the new password: a notice again, with its own link.
+    expect((await thief.login(user.email, 'the new password, stolen too')).status).toBe(200);
+    await settled(a);
+    expect(notices(user.email)).toHaveLength(2);
+  });
+
   it('after not-me the password works nowhere (step-up, its own change), and the reset link comes even past the mail cap', async () => {
     const user = await a.createUser();
     const mine = browser(a);

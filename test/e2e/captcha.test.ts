@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config/load.ts';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import type { Database } from '../../src/db/index.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
+import { codeBlocks, readDoc } from '../support/docs.ts';
 import { startSmtp, type TestSmtp } from '../support/smtp.ts';
 
 const redisUrl = inject('redisUrl') || undefined;
@@ -99,6 +100,22 @@ describe('GET /auth/config', () => {
     const text = await (await a.fetch('/auth/config')).text();
     expect(JSON.parse(text).captcha).toEqual({ provider: 'turnstile', siteKey: SITE_KEY });
     expect(text).not.toContain(SECRET);
+  });
+
+  it("docs/security.md's config block and command start svc with the breach check and the captcha on, as the page says", async () => {
+    const page = readDoc('docs/security.md');
+    const block = codeBlocks(page, 'json').find((b) => b.includes('breachCheck') && b.includes('captcha'));
+    expect(block, 'the takeover defences config block').toBeDefined();
+    const config = JSON.parse(block!) as { auth: { captcha: { secretEnv: string } } };
+    const command = codeBlocks(page, 'sh').find((b) => b.includes(`${config.auth.captcha.secretEnv}=`));
+    expect(command, 'a command that sets the secret variable').toBeDefined();
+    const env = Object.fromEntries([...command!.matchAll(/\b([A-Z_]+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]));
+    const a = await createTestApp({ env, config });
+    apps.push(a);
+    expect(a.instance.auth.breachedPasswords.enabled).toBe(true);
+    const shown = /`GET \/auth\/config` then shows `"captcha":(\{[^`]*\})`/.exec(page)?.[1];
+    expect(shown).toBeDefined();
+    expect(((await (await a.fetch('/auth/config')).json()) as { captcha: unknown }).captcha).toEqual(JSON.parse(shown!));
   });
 
   it('start-up stops when the variable auth.captcha.secretEnv names is not set', async () => {

@@ -7,7 +7,8 @@
 //      installed types, with no path mapping, and checks that a type error there does fail;
 //   2. starts the app with `svc start` (its bin) and an admin from the environment, logs in, calls that plugin,
 //      the bundled todo plugin and the CLI connector, loads /docs and its vendored script;
-//   3. runs `npx svc doctor` and `npx svc user create`, stops the service with SIGTERM (exit 0);
+//   3. runs `npx svc doctor` and `npx svc user create`, stops the service with SIGTERM (exit 0); then, with
+//      Bun and Deno on PATH, starts and calls it again on each with docs/runtimes.md's command;
 //   4. scaffolds an app with create-svc on the packed @svc/core, installs it and runs its own `npm test`.
 // Each step prints one line; the first failure stops the check with exit code 1 and what it saw.
 // RELEASE_CHECK_KEEP=1 keeps the temporary folder for a look.
@@ -128,44 +129,64 @@ const port = await freePort();
 const base = `http://localhost:${port}`;
 const env = { PATH: process.env.PATH, HOME: process.env.HOME ?? work, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password };
 let output = '';
-// The bin itself, as an app's `"start": "svc start"` script runs it (npx would stand between it and the signal).
-service = spawn(path.join(app, 'node_modules/.bin/svc'), ['start'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
-service.stdout.on('data', (d) => (output += d));
-service.stderr.on('data', (d) => (output += d));
-const exited = new Promise((resolve) => service.once('exit', (code, signal) => resolve({ code, signal })));
-for (let i = 0; ; i++) {
-  if (i === 600) fail('the service did not answer /health within 60 s', output);
-  const health = await fetch(`${base}/health`).catch(() => null);
-  if (health?.ok) break;
-  if (service.exitCode !== null) fail('the service exited before it was healthy', output);
-  await new Promise((r) => setTimeout(r, 100));
-}
-if (/building dist/.test(output)) fail('the installed package built something at start', output);
-step(`svc start: healthy at ${base} (nothing built at start)`);
+let exited;
 
-const login = await fetch(`${base}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
-if (login.status !== 200) fail(`login answered ${login.status}`, await login.text());
-const cookie = login.headers.getSetCookie()[0].split(';')[0];
-const call = async (method, url, body) => {
-  const res = await fetch(`${base}${url}`, { method, headers: { cookie, ...(body ? { 'content-type': 'application/json', origin: base } : {}) }, body: body && JSON.stringify(body) });
-  return { status: res.status, body: await res.text() };
-};
-const expectCall = async (method, url, status, body) => {
-  const res = await call(method, url, body);
-  if (res.status !== status) fail(`${method} ${url} answered ${res.status}, not ${status}`, res.body);
-  return res.body;
-};
-await expectCall('GET', '/acme__notes/hello', 200);
-const note = JSON.parse(await expectCall('POST', '/acme__notes/notes', 201, { text: 'from the release check' }));
-await expectCall('GET', `/acme__notes/notes/${note.data._id}`, 200);
-await expectCall('GET', '/svc__todo/all', 200);
-await expectCall('GET', '/plugin/svc/plugin-cli-connector/scripts', 200);
-const docs = await expectCall('GET', '/docs', 200);
-const script = /src="([^"]*scalar[^"]*)"/.exec(docs)?.[1];
-if (!script) fail('/docs names no vendored script', docs);
-const scriptUrl = new URL(script, `${base}/docs`); // relative to the page, as a browser reads it
-await expectCall('GET', `${scriptUrl.pathname}${scriptUrl.search}`, 200);
-step('logged in; the guide plugin, svc__todo, the CLI connector and /docs (its vendored script) answer');
+/**
+ * Starts the installed app with `argv` in its folder, waits for /health, logs in as the admin and calls
+ * the guide plugin, svc__todo, the CLI connector and /docs (its vendored script): what a user of that
+ * command tries first. Leaves it running (`service`, `exited`, `output`).
+ */
+async function startAndCall(argv, what) {
+  output = '';
+  service = spawn(argv[0], argv.slice(1), { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  service.stdout.on('data', (d) => (output += d));
+  service.stderr.on('data', (d) => (output += d));
+  exited = new Promise((resolve) => service.once('exit', (code, signal) => resolve({ code, signal })));
+  for (let i = 0; ; i++) {
+    if (i === 600) fail(`${what}: the service did not answer /health within 60 s`, output);
+    const health = await fetch(`${base}/health`).catch(() => null);
+    if (health?.ok) break;
+    if (service.exitCode !== null) fail(`${what}: the service exited before it was healthy`, output);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  if (/building dist/.test(output)) fail(`${what}: the installed package built something at start`, output);
+  step(`${what}: healthy at ${base} (nothing built at start)`);
+
+  const login = await fetch(`${base}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+  if (login.status !== 200) fail(`${what}: login answered ${login.status}`, await login.text());
+  const cookie = login.headers.getSetCookie()[0].split(';')[0];
+  const call = async (method, url, body) => {
+    const res = await fetch(`${base}${url}`, { method, headers: { cookie, ...(body ? { 'content-type': 'application/json', origin: base } : {}) }, body: body && JSON.stringify(body) });
+    return { status: res.status, body: await res.text() };
+  };
+  const expectCall = async (method, url, status, body) => {
+    const res = await call(method, url, body);
+    if (res.status !== status) fail(`${what}: ${method} ${url} answered ${res.status}, not ${status}`, res.body);
+    return res.body;
+  };
+  await expectCall('GET', '/acme__notes/hello', 200);
+  const note = JSON.parse(await expectCall('POST', '/acme__notes/notes', 201, { text: 'from the release check' }));
+  await expectCall('GET', `/acme__notes/notes/${note.data._id}`, 200);
+  await expectCall('GET', '/svc__todo/all', 200);
+  await expectCall('GET', '/plugin/svc/plugin-cli-connector/scripts', 200);
+  const docs = await expectCall('GET', '/docs', 200);
+  const script = /src="([^"]*scalar[^"]*)"/.exec(docs)?.[1];
+  if (!script) fail(`${what}: /docs names no vendored script`, docs);
+  const scriptUrl = new URL(script, `${base}/docs`); // relative to the page, as a browser reads it
+  await expectCall('GET', `${scriptUrl.pathname}${scriptUrl.search}`, 200);
+  step(`${what}: logged in; the guide plugin, svc__todo, the CLI connector and /docs (its vendored script) answer`);
+}
+
+/** SIGTERM to the running service: it must end with exit code 0. */
+async function stopService(what) {
+  service.kill('SIGTERM');
+  const end = await exited;
+  if (end.code !== 0) fail(`${what}: the service ended with ${end.code ?? end.signal} on SIGTERM`, output);
+  service = undefined;
+}
+
+// The bin itself, as an app's `"start": "svc start"` script runs it (npx would stand between it and the signal).
+await startAndCall([path.join(app, 'node_modules/.bin/svc'), 'start'], 'svc start');
 
 const doctor = spawn('npx', ['svc', 'doctor'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
 let doctorOut = '';
@@ -175,13 +196,29 @@ const doctorCode = await new Promise((resolve) => doctor.once('exit', resolve));
 if (![0, 1].includes(doctorCode) || !/^(all checks passed|\d+ checks? failed)$/m.test(doctorOut)) fail(`npx svc doctor exited ${doctorCode}`, doctorOut);
 step(`npx svc doctor ran (exit ${doctorCode})`);
 
-service.kill('SIGTERM');
-const end = await exited;
-if (end.code !== 0) fail(`the service ended with ${end.code ?? end.signal} on SIGTERM`, output);
-service = undefined;
+await stopService('svc start');
 const created = run('npx', ['svc', 'user', 'create', '--email', 'cli@example.com'], app, { env, input: 'a long cli password\n' });
 if (!created.includes('created user cli@example.com')) fail('npx svc user create said something else', created);
 step('SIGTERM: exit 0; npx svc user create made a user');
+
+// 3b. On Bun and Deno (docs/runtimes.md), with the command that page gives an installed app, when the
+//     runtime is on PATH (.ci/run puts both there); said loudly when it is not.
+const RUNTIMES = [
+  ['bun', ['bun', 'node_modules/@svc/core/bin/start.js']],
+  ['deno', ['deno', 'run', '--allow-all', 'node_modules/@svc/core/bin/start.js']],
+];
+for (const [runtime, argv] of RUNTIMES) {
+  let version;
+  try {
+    version = execFileSync(runtime, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\n')[0].replace(/ \(.*/, '').trim();
+  } catch {
+    step(`SKIPPED on ${runtime}: not on PATH (npm install --no-save ${runtime}; .ci/run does)`);
+    continue;
+  }
+  await startAndCall(argv, `${argv.join(' ')} (${version})`);
+  await stopService(runtime);
+  step(`${runtime}: SIGTERM: exit 0`);
+}
 
 // 4. The scaffold, as `npm create svc@latest my-app` runs it, on the packed @svc/core: its own npm test
 //    type-checks svc.config.ts and its plugin against the installed types (no path mapping) and starts it.

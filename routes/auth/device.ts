@@ -61,18 +61,35 @@ export const deviceToken = ({ auth }: ServerInstance) =>
     },
     handler: async (c, { body }) => {
       try {
-        const approved = await auth.device.poll(body.device_code);
-        const user = await auth.users.findById(approved.userId);
-        if (!user || epochOf(user) !== approved.epoch) throw new DeviceTokenError('access_denied', 'The account changed since the approval: start again');
+        // The approval is claimed, not used up: it is taken only with its key made (issueApiKey's
+        // `confirm`), so a failure on the way (503, 500) leaves it for the tool's next poll, and no key.
+        const claim = await auth.device.poll(body.device_code);
+        const approved = claim.request;
         let issued;
         try {
-          issued = await issueApiKey(auth, c, user, { name: approved.name, scopes: approved.scopes });
+          const user = await auth.users.findById(approved.userId);
+          if (!user || epochOf(user) !== approved.epoch) throw new DeviceTokenError('access_denied', 'The account changed since the approval: start again');
+          issued = await issueApiKey(auth, c, user, { name: approved.name, scopes: approved.scopes }, async () => {
+            if (!(await auth.device.take(claim))) throw new DeviceTokenError('invalid_grant', 'This device code was used already');
+          });
+          await auth.audit.record(c, { type: 'login.succeeded', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, sessionId: null, details: { method: 'device', keyId: issued.view.id } });
         } catch (err) {
           // Too many keys meanwhile, a scope no longer declared, admin rights gone: this request cannot be served.
-          if (err instanceof AppError && err.status < 500) throw new DeviceTokenError('access_denied', err.message);
-          throw err;
+          const ended = err instanceof DeviceTokenError ? err : err instanceof AppError && err.status < 500 ? new DeviceTokenError('access_denied', err.message) : null;
+          if (!ended) {
+            await auth.device.release(claim); // the store or the database failed: the approval waits for the next poll
+            throw err;
+          }
+          if (ended.error === 'access_denied') {
+            // Reported once, as a denial is; a store failure here leaves it to the next poll.
+            const taken = await auth.device.take(claim).catch(async (failed: unknown) => {
+              await auth.device.release(claim);
+              throw failed;
+            });
+            if (!taken) throw new DeviceTokenError('invalid_grant', 'This device code was used already');
+          }
+          throw ended;
         }
-        await auth.audit.record(c, { type: 'login.succeeded', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, sessionId: null, details: { method: 'device', keyId: issued.view.id } });
         return c.json({ access_token: issued.key, token_type: 'Bearer', scope: issued.view.scopes.join(' ') }, 200, noStore);
       } catch (err) {
         if (err instanceof DeviceTokenError) return rfcError(c, err);

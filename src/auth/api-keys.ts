@@ -260,7 +260,12 @@ export class ApiKeyService {
         lastUsedAt: null,
       };
       await this.docs.insertOne(doc);
-      await this.putRecord(doc);
+      try {
+        await this.putRecord(doc);
+      } catch (err) {
+        await this.discard(doc._id, key);
+        throw err; // no key half-made: nobody holds this one
+      }
       return { key, view: view(doc) };
     });
   }
@@ -319,6 +324,15 @@ export class ApiKeyService {
     if (!(await this.docs.deleteOne({ _id: doc._id }))) return false;
     await this.dropRecord(doc.hash);
     return true;
+  }
+
+  /**
+   * Takes back a key its maker could not hand out (nobody holds it): the database document first, then
+   * the store record, each tried whatever the other did (a failing store does not keep the document).
+   */
+  async discard(id: string, key: string): Promise<void> {
+    await this.docs.deleteOne({ _id: id }).catch((err: Error) => this.logger.warn({ err: err.message, keyId: id }, 'an API key nobody received was not deleted'));
+    await this.dropRecord(sha256hex(key)).catch(() => {});
   }
 
   /** Revokes every key of a user, or those holding `scope`; returns the ids revoked. */
@@ -453,18 +467,28 @@ export interface KeyIssuer {
  * Makes a key for a user, as `POST /auth/api-keys` and an approved device login do: the scopes checked
  * (400), the limit (409), the `api_key.created` record. A lifecycle event of the user while the key
  * was made (a reset, a deletion, a demotion that takes `auth:admin` away) takes the key back (see
- * `Auth.login` for the order: write, then read the user again): 409 `account_changed`.
+ * `Auth.login` for the order: write, then read the user again): 409 `account_changed`. `confirm` runs
+ * once the key is made and before it is recorded (the device login takes its code there); whatever
+ * fails after the key was made (the user's read, the check, `confirm`) takes it back: nothing half-made.
  */
-export async function issueApiKey(auth: KeyIssuer, c: Context<AppEnv> | null, user: UserDoc, input: NewApiKey): Promise<{ key: string; view: ApiKeyView }> {
+export async function issueApiKey(
+  auth: KeyIssuer,
+  c: Context<AppEnv> | null,
+  user: UserDoc,
+  input: NewApiKey,
+  confirm?: () => Promise<void>,
+): Promise<{ key: string; view: ApiKeyView }> {
   const scopes = auth.apiKeys.checkScopes(input.scopes, isAdmin(user));
   const created = await auth.apiKeys.create(user._id, { ...input, scopes });
-  const fresh = await auth.users.findById(user._id).catch(async (err: unknown) => {
-    await auth.apiKeys.revoke(user._id, created.view.id).catch(() => {});
+  try {
+    const fresh = await auth.users.findById(user._id);
+    if (!fresh || epochOf(fresh) !== epochOf(user) || (scopes.includes(ADMIN_SCOPE) && !isAdmin(fresh))) {
+      throw new AppError(409, 'account_changed', 'The account changed while the key was made: try again');
+    }
+    await confirm?.();
+  } catch (err) {
+    await auth.apiKeys.discard(created.view.id, created.key);
     throw err;
-  });
-  if (!fresh || epochOf(fresh) !== epochOf(user) || (scopes.includes(ADMIN_SCOPE) && !isAdmin(fresh))) {
-    await auth.apiKeys.revoke(user._id, created.view.id);
-    throw new AppError(409, 'account_changed', 'The account changed while the key was made: try again');
   }
   await auth.audit.record(c, { type: 'api_key.created', actor: { type: 'user', id: user._id }, subject: { userId: user._id, email: user.email }, details: { keyId: created.view.id, name: created.view.name, scopes } });
   return created;

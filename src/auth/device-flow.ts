@@ -7,8 +7,11 @@
  * holds a code): the request `device:<sha256(device_code)>`, the user code's pointer to it
  * `device-user:<sha256(user code)>`, the poll gate `device-poll:<hash>` and the slow-down count. Each
  * single-use step is one atomic store command: the decision (`SET NX`: approve or deny, once), the
- * poll gate (`SET NX` with the interval), the claim of a decision (`GETDEL`: of two polls, one gets
- * the key), and wrong user codes are counted per session before they are looked up (`INCR`).
+ * poll gate (`SET NX` with the interval), the claim of an approval (`SET NX` of `device-claim:<hash>`:
+ * of two polls, one makes the key), its use (`GETDEL` of the request, once the key is made: of two
+ * makers, one hands its key out), and wrong user codes are counted per session before they are looked
+ * up (`INCR`). An approval outlives a failure to make its key: the claim goes again (or times out), the
+ * request stays, and the tool's next poll gets its key.
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Config } from '../config/load.ts';
@@ -30,6 +33,8 @@ const WRONG_CODES = 10;
 const WRONG_CODE_WINDOW = 900;
 /** Device codes one address may ask for per 15 minutes (each is a record in the store). */
 const CODES_PER_IP = 30;
+/** Seconds a poll may take to make the key of an approval before another poll may try (a claim left by a crash). */
+const CLAIM_TTL = 30;
 
 /** A device login request in the store. Times are epoch ms. */
 export interface DeviceRequest {
@@ -44,6 +49,13 @@ export interface DeviceRequest {
   userId?: string;
   /** The approving user's credentials epoch: a lifecycle event before the key is issued ends the request. */
   epoch?: number;
+}
+
+/** An approved request one poll claimed (`DeviceFlow.poll`): it makes the key, then `take`s the request or `release`s it. */
+export interface DeviceClaim {
+  hash: string;
+  token: string;
+  request: DeviceRequest & { status: 'approved'; userId: string };
 }
 
 /** An RFC 8628 section 3.5 error of `POST /auth/device/token`: 400 `{"error"}`. */
@@ -153,11 +165,14 @@ export class DeviceFlow {
   }
 
   /**
-   * `POST /auth/device/token`: the approved request, taken by exactly one poll (`GETDEL`), or the RFC
-   * error to answer. A poll of a pending request sooner than its interval after the one before is
-   * `slow_down`, and the interval grows by 5 s (kept per request, on every instance).
+   * `POST /auth/device/token`: the approved request, claimed by one poll at a time (`SET NX` of its
+   * claim, `CLAIM_TTL`), or the RFC error to answer. The request stays in the store until the claimer
+   * `take`s it (its key made) or `release`s it (making failed: the next poll tries again). A poll while
+   * another holds the claim is `slow_down`. A denial is reported once (`GETDEL`). A poll of a pending
+   * request sooner than its interval after the one before is `slow_down`, and the interval grows by 5 s
+   * (kept per request, on every instance).
    */
-  async poll(deviceCode: string): Promise<DeviceRequest & { status: 'approved'; userId: string }> {
+  async poll(deviceCode: string): Promise<DeviceClaim> {
     if (!DEVICE_CODE.test(deviceCode)) throw new DeviceTokenError('invalid_grant', 'Unknown device code');
     const hash = sha256hex(deviceCode);
     const raw = await this.store.get(this.key('device', hash));
@@ -166,13 +181,17 @@ export class DeviceFlow {
     // Past `expires_in` the code is dead, approved or not (RFC 8628 section 3.5): the record is kept a
     // little longer only so that late polls hear expired_token rather than invalid_grant.
     if (request.expiresAt <= Date.now()) throw new DeviceTokenError('expired_token', 'The device code expired: start again');
-    if (request.status) {
-      // Decided: the one poll that takes the record answers; any other finds it gone.
-      const taken = await this.store.getDel(this.key('device', hash));
-      if (!taken) throw new DeviceTokenError('invalid_grant', 'This device code was used already');
-      const decided = JSON.parse(taken) as DeviceRequest;
-      if (decided.status === 'denied') throw new DeviceTokenError('access_denied', 'The request was denied');
-      return decided as DeviceRequest & { status: 'approved'; userId: string };
+    if (request.status === 'denied') {
+      // Reported once: the one poll that takes the record answers; any other finds it gone.
+      if (!(await this.store.getDel(this.key('device', hash)))) throw new DeviceTokenError('invalid_grant', 'This device code was used already');
+      throw new DeviceTokenError('access_denied', 'The request was denied');
+    }
+    if (request.status === 'approved') {
+      const token = randomBytes(16).toString('base64url');
+      if (!(await this.store.set(this.key('device-claim', hash), token, { nx: true, ttl: CLAIM_TTL }))) {
+        throw new DeviceTokenError('slow_down', 'Another poll of this code is being answered');
+      }
+      return { hash, token, request: request as DeviceClaim['request'] };
     }
     const slowKey = this.key('device-slow', hash);
     const interval = POLL_INTERVAL + SLOW_DOWN_STEP * Number((await this.store.get(slowKey)) ?? 0);
@@ -183,5 +202,21 @@ export class DeviceFlow {
       throw new DeviceTokenError('slow_down', `Poll at most every ${POLL_INTERVAL + SLOW_DOWN_STEP * slowed} seconds`);
     }
     throw new DeviceTokenError('authorization_pending', 'Waiting for the user to approve');
+  }
+
+  /**
+   * Uses the claimed request up (`GETDEL`), once its key is made or it ended (`access_denied`): true
+   * for the one caller that took it; false when another poll took it first (a claim that outlived
+   * `CLAIM_TTL`): that caller's key must not be handed out.
+   */
+  async take(claim: DeviceClaim): Promise<boolean> {
+    const taken = (await this.store.getDel(this.key('device', claim.hash))) !== null;
+    await this.store.delIfValue(this.key('device-claim', claim.hash), claim.token).catch(() => {});
+    return taken;
+  }
+
+  /** Lets the claim go when the key could not be made: the approval stays for the next poll (or the claim times out). */
+  async release(claim: DeviceClaim): Promise<void> {
+    await this.store.delIfValue(this.key('device-claim', claim.hash), claim.token).catch(() => {});
   }
 }

@@ -80,6 +80,23 @@ describe('known devices and new-device notices', () => {
     expect(notices(user.email)).toHaveLength(1);
   });
 
+  it('a login of another method (a magic link) from a new device mails the notice too, and sets svc_device', async () => {
+    const links = await createTestApp({ redisUrl, env: { SVC_SMTP_URL: smtp.url, SVC_FRONTEND_URLS: FRONTEND }, config: { server: { trustProxy: 1 }, auth: { magicLink: { enabled: true } } } });
+    apps.push(links);
+    const user = await links.createUser();
+    expect((await browser(links).login(user.email, user.password)).status).toBe(200);
+    const phone = browser(links, UA.firefox);
+    expect((await post(phone, '/auth/login/link', { email: user.email })).status).toBe(202);
+    const token = tokenFrom((await smtp.waitFor(user.email)).find((m) => m.subject === 'Your login link')!, '/login/link');
+    const res = await post(phone, '/auth/login/link/verify', { token });
+    expect(res.status).toBe(200);
+    expect(setCookies(res, 'svc_device')[0]?.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    await smtp.waitFor(user.email, 2);
+    await settled(links);
+    expect(notices(user.email)).toHaveLength(1);
+    expect(notices(user.email)[0]!.text).toContain('Firefox');
+  });
+
   it("another user's device cookie or a forged one suppresses nothing", async () => {
     const [alice, bob] = [await a.createUser(), await a.createUser()];
     const b = browser(a);

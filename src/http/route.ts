@@ -357,13 +357,11 @@ export function declaredScopes(routes: RouteDefinition[]): string[] {
   return [...new Set(routes.flatMap((r) => r.scopes ?? []))];
 }
 
-const SAFE = new Set(['GET', 'HEAD']);
-
 /**
  * The app-wide rule for API keys (CONTRACT 15), for key requests only: a route takes a key when one of
  * its layers says so (`defineRoute({scopes})`, `authenticate({scopes})`, `authenticate({admin:true})`);
- * any other route answers 403 `api_key_not_allowed` before a handler sees the key's user. Public routes
- * read with GET serve a key caller as anonymous (`/health`, `/openapi.json`). Paths that match no
+ * any other route answers 403 `api_key_not_allowed` before a handler sees the key's user, public ones
+ * too (`/health`, `/openapi.json`: "a route declared without scopes takes no key"). Paths that match no
  * route fall through to 404/405. `appMiddleware` are the app-wide hooks, which do not count as routes.
  */
 export function apiKeyGate(appMiddleware: WeakSet<object>): SyncAwareLayer<AppEnv> {
@@ -374,19 +372,13 @@ export function apiKeyGate(appMiddleware: WeakSet<object>): SyncAwareLayer<AppEn
   return function apiKeyGate(c, next) {
     if (!c.get('authUser')?.apiKey) return next();
     let matched = false;
-    let open = false;
     for (const r of matchedRoutes(c)) {
       if (appMiddleware.has(r.handler) || isFallback(r.handler)) continue;
       matched = true;
       if (takesKeys(r.handler)) return next();
-      if (isPublicHandler(r.handler)) open = true;
       if (isFinal(r.handler)) break; // what matches after the route that answers never runs
     }
     if (!matched) return next();
-    if (open && SAFE.has(c.req.method)) {
-      c.set('authUser', undefined);
-      return next();
-    }
     throw apiKeyNotAllowed();
   };
 }

@@ -302,9 +302,15 @@ describe('Authorization: Bearer svc_...', () => {
     // nothing happened: the key and the session live
     expect((await a.fetch('/auth/session', withKey(made.key))).status).toBe(200);
     expect((await client.fetch('/auth/session')).status).toBe(200);
-    // public reads serve a key caller as anyone; unknown paths stay 404
-    expect((await a.fetch('/health', withKey(made.key))).status).toBe(200);
-    expect((await a.fetch('/openapi.json', withKey(made.key))).status).toBe(200);
+    // public routes are declared without scopes too: no key (CONTRACT 15), for reads as for writes;
+    // without the key they answer; unknown paths stay 404
+    for (const [method, path] of [['GET', '/health'], ['GET', '/openapi.json'], ['HEAD', '/health'], ['POST', '/auth/login']]) {
+      const res = await a.fetch(path, { method, ...withKey(made.key, method === 'POST' ? { 'content-type': 'application/json' } : {}), ...(method === 'POST' ? { body: '{}' } : {}) });
+      expect(res.status, `${method} ${path}`).toBe(403);
+      if (method !== 'HEAD') expect(await errorCode(res), `${method} ${path}`).toBe('api_key_not_allowed');
+    }
+    expect((await a.fetch('/health')).status).toBe(200);
+    expect((await a.fetch('/openapi.json')).status).toBe(200);
     expect((await a.fetch('/auth/nothing-here', withKey(made.key))).status).toBe(404);
   });
 

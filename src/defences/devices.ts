@@ -75,6 +75,9 @@ export class KnownDevices {
   ) {
     this.cookieName = config.auth.cookie.hostPrefix ? '__Host-svc_device' : 'svc_device';
     this.notices = (config.auth.notices.newDevice ?? true) && Boolean(config.env.smtpUrl);
+    if (config.auth.notices.newDevice === true && !config.env.smtpUrl) {
+      logger.warn({ code: 'new_device_notices_without_mail' }, 'auth.notices.newDevice is true but SVC_SMTP_URL is not set: no new-device notice can be sent until it is');
+    }
   }
 
   private listKey(userId: string) {

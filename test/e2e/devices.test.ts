@@ -286,6 +286,16 @@ describe('known devices and new-device notices', () => {
     }
   });
 
+  it('auth.notices.newDevice true without SVC_SMTP_URL starts with a warning that no notice can be sent', async () => {
+    const lines: string[] = [];
+    const mute = await createTestApp({ redisUrl, env: { SVC_FRONTEND_URLS: FRONTEND }, config: { auth: { notices: { newDevice: true } } }, logger: createLogger('info', { write: (line: string) => void lines.push(line) }) });
+    apps.push(mute);
+    const warned = lines.map((l) => JSON.parse(l) as { level: number; code?: string; msg: string }).filter((l) => l.code === 'new_device_notices_without_mail');
+    expect(warned).toHaveLength(1);
+    expect(warned[0]!.level).toBe(40);
+    expect(warned[0]!.msg).toContain('SVC_SMTP_URL');
+  });
+
   it('auth.notices.newDevice false, or no SVC_SMTP_URL: no notice', async () => {
     const off = await createTestApp({ redisUrl, env: { SVC_SMTP_URL: smtp.url, SVC_FRONTEND_URLS: FRONTEND }, config: { auth: { notices: { newDevice: false } } } });
     apps.push(off);

@@ -304,7 +304,7 @@ describe('Authorization: Bearer svc_...', () => {
     expect((await client.fetch('/auth/session')).status).toBe(200);
     // public routes are declared without scopes too: no key (CONTRACT 15), for reads as for writes;
     // without the key they answer; unknown paths stay 404
-    for (const [method, path] of [['GET', '/health'], ['GET', '/openapi.json'], ['HEAD', '/health'], ['POST', '/auth/login']]) {
+    for (const [method, path] of [['GET', '/health'], ['GET', '/openapi.json'], ['HEAD', '/health'], ['POST', '/auth/login']] as const) {
       const res = await a.fetch(path, { method, ...withKey(made.key, method === 'POST' ? { 'content-type': 'application/json' } : {}), ...(method === 'POST' ? { body: '{}' } : {}) });
       expect(res.status, `${method} ${path}`).toBe(403);
       if (method !== 'HEAD') expect(await errorCode(res), `${method} ${path}`).toBe('api_key_not_allowed');

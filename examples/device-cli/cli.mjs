@@ -73,12 +73,23 @@ async function errorOf(res) {
   return body?.error?.code ? `${body.error.code}: ${body.error.message}` : `HTTP ${res.status}`;
 }
 
+const USAGE = `Usage: node examples/device-cli/cli.mjs [--url http://localhost:3000] [--name my-cli] [todo text to add]
+Signs in to svc with the device login, then lists your todos (adding one first when given its text).
+--url defaults to $SVC_URL, else http://localhost:3000. After "--", everything is the todo's text.`;
+
+/** The options, `{ help: true }` for --help, or an Error for an option it does not know (never sent as a todo). */
 function parseArgs(argv) {
   const opts = { baseUrl: process.env.SVC_URL ?? 'http://localhost:3000' };
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--url') opts.baseUrl = argv[++i];
-    else if (argv[i] === '--name') opts.name = argv[++i];
+    if (argv[i] === '--') {
+      rest.push(...argv.slice(i + 1));
+      break;
+    } else if (argv[i] === '--help' || argv[i] === '-h') return { help: true };
+    else if (argv[i] === '--url' || argv[i] === '--name') {
+      if (argv[i + 1] === undefined) throw new Error(`${argv[i]} needs a value\n${USAGE}`);
+      opts[argv[i] === '--url' ? 'baseUrl' : 'name'] = argv[++i];
+    } else if (argv[i].startsWith('-')) throw new Error(`Unknown option ${argv[i]}\n${USAGE}`);
     else rest.push(argv[i]);
   }
   if (rest.length) opts.add = rest.join(' ');
@@ -86,8 +97,11 @@ function parseArgs(argv) {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  run(parseArgs(process.argv.slice(2))).catch((err) => {
-    console.error(err.message);
-    process.exitCode = 1;
-  });
+  Promise.resolve()
+    .then(() => parseArgs(process.argv.slice(2)))
+    .then((opts) => (opts.help ? console.log(USAGE) : run(opts)))
+    .catch((err) => {
+      console.error(err.message);
+      process.exitCode = 1;
+    });
 }

@@ -84,6 +84,21 @@ describe('examples/device-cli', () => {
     expect(todos.data.map((d) => d.name)).toEqual(['buy milk']);
   }, 30_000);
 
+  it('--help prints the usage and an unknown option is refused, neither asking svc for a code (nor sent as a todo)', async () => {
+    const device = t.instance.auth.device;
+    const start = device.start.bind(device);
+    let asked = 0;
+    device.start = (...args) => (asked++, start(...args));
+    const help = await runCli(['--help'], () => Promise.reject(new Error('asked for a code')));
+    expect(help).toMatchObject({ exit: 0, err: '' });
+    expect(help.out).toMatch(/^Usage: node examples\/device-cli\/cli\.mjs/);
+    const unknown = await runCli(['--verbose', 'x'], () => Promise.reject(new Error('asked for a code')));
+    expect(unknown.exit).toBe(1);
+    expect(unknown.err).toMatch(/^Unknown option --verbose\nUsage:/);
+    device.start = start;
+    expect(asked).toBe(0);
+  }, 30_000);
+
   it('a denial ends it with a message and exit code 1', async () => {
     const { client, user } = await signedIn();
     const result = await runCli([], async (code) => {

@@ -49,7 +49,8 @@ const FAKE_TURNSTILE = `(() => {
       button.addEventListener('click', () => {
         button.disabled = true;
         button.textContent = 'Solved';
-        opts.callback('solved:' + opts.sitekey + ':' + ++n);
+        // Unique across pages (each page loads this script anew): the provider takes a token once.
+        opts.callback('solved:' + opts.sitekey + ':' + ++n + '.' + Math.random().toString(36).slice(2));
       });
       el.append(button);
       widgets.set(id, button);
@@ -740,6 +741,30 @@ describe.skipIf(!redisUrl || !mongoUrl || missing.length > 0)('the example login
     expect(captchaProvider.forms[0]!.get('secret')).toBe(CAPTCHA_SECRET);
     expect(captchaProvider.forms[0]!.get('response')).toMatch(new RegExp(`^solved:${CAPTCHA_SITE_KEY}:`));
     expect(captchaProvider.forms[0]!.get('remoteip')).toBe('127.0.0.1');
+  });
+
+  it('captcha on risk on the other pages: after 3 failed logins, "Forgot your password?" shows the widget too, and its solved token sends the link (issue 56)', async () => {
+    const email = 'captcha.forgetful@example.com';
+    await d.createUser(email, 'a long forgotten password');
+    const { page: p } = await newPage();
+    for (let i = 1; i <= 3; i++) {
+      await signIn(p, email, `wrong guess ${i}`);
+      await poll(() => p.getByRole('alert').textContent()).toMatch(/wrong/i);
+    }
+    const forms = captchaProvider.forms.length;
+    // The person gives up guessing and asks for a reset link: svc asks for the captcha there as well.
+    await p.getByRole('link', { name: 'Forgot your password?' }).click();
+    await poll(() => heading(p).textContent()).toBe('Forgot your password?');
+    await p.getByLabel('Email', { exact: true }).fill(email);
+    await mainButton(p, 'Send a reset link').click();
+    const widget = p.locator('#captcha').getByRole('button', { name: 'I am a person' });
+    await widget.waitFor({ timeout: 20_000 });
+    await shots.take(p, 'forgot-password: the captcha widget after 3 failed logins');
+    await widget.click();
+    await mainButton(p, 'Send a reset link').click();
+    await poll(() => p.getByRole('status').textContent()).toMatch(/on its way/);
+    expect(captchaProvider.forms.length).toBe(forms + 1);
+    await linkFromMail(email, '/reset-password');
   });
 
   it('a new device: the notice\'s "this wasn\'t me" link, /not-me uses nothing on load, the button ends that login and locks the password (issue 56)', async () => {

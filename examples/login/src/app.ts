@@ -86,14 +86,10 @@ async function loginPage(): Promise<void> {
         label: 'Sign in with email and password',
         submit: 'Sign in',
         action: async ({ email = '', password = '' }) => {
-          const captchaToken = captcha.token;
           try {
-            afterLogin(await svc.login(captchaToken ? { email, password, captchaToken } : { email, password }));
+            afterLogin(await withCaptcha((captchaToken) => svc.login(captchaToken ? { email, password, captchaToken } : { email, password })));
           } catch (e) {
             if (e instanceof SvcError && e.code === 'email_not_verified') offerConfirmationAgain(email);
-            // Failed logins came from here before: the widget appears only now (docs/security.md#captcha-on-risk).
-            // A token works once at the provider: any answer to a try that sent one asks for a new solve.
-            if (e instanceof SvcError && (e.code === 'captcha_required' || e.code === 'captcha_failed' || captchaToken)) await showCaptcha();
             throw e;
           }
         },
@@ -123,8 +119,24 @@ interface CaptchaWidgets {
   render(el: HTMLElement, opts: { sitekey: string; callback: (token: string) => void; 'expired-callback'?: () => void }): unknown;
   reset?(id?: unknown): void;
 }
-/** The token of the solved widget, sent with the next try; the widget id, once rendered. */
-const captcha: { token?: string; widget?: unknown; provider?: keyof typeof CAPTCHA_SCRIPTS } = {};
+/** The token of the solved widget, sent with the next try; the widget id and its box, once rendered. */
+const captcha: { token?: string; widget?: unknown; box?: HTMLElement; provider?: keyof typeof CAPTCHA_SCRIPTS } = {};
+
+/**
+ * Sends a request that svc may refuse with `captcha_required` (login, sign-up, forgot-password, magic
+ * link: docs/security.md#captcha-on-risk), with the solved widget's token when there is one. Failed logins
+ * came from here before: the widget appears only then, in the form's `#captcha`. A token works once at the
+ * provider: any answer to a try that sent one asks for a new solve.
+ */
+async function withCaptcha<T>(send: (captchaToken: string | undefined) => Promise<T>): Promise<T> {
+  const captchaToken = captcha.token;
+  try {
+    return await send(captchaToken);
+  } catch (e) {
+    if (e instanceof SvcError && (e.code === 'captcha_required' || e.code === 'captcha_failed' || captchaToken)) await showCaptcha();
+    throw e;
+  }
+}
 
 /**
  * After `captcha_required` (or `captcha_failed`): loads the provider's script named by `GET /auth/config`
@@ -140,7 +152,8 @@ async function showCaptcha(): Promise<void> {
   const [providerSrc, global] = CAPTCHA_SCRIPTS[config.provider];
   const src = window.SVC_CAPTCHA_SCRIPT || providerSrc;
   const widgets = () => (window as unknown as Record<string, CaptchaWidgets | undefined>)[global];
-  if (captcha.widget !== undefined && captcha.provider === config.provider) return widgets()?.reset?.(captcha.widget);
+  // Reset only a widget still on this page (another page of this app drew its own form since).
+  if (captcha.widget !== undefined && captcha.provider === config.provider && captcha.box?.isConnected) return widgets()?.reset?.(captcha.widget);
   if (!widgets()) {
     await new Promise<void>((resolve, reject) => {
       const script = h('script', { src, async: true }) as HTMLScriptElement;
@@ -152,8 +165,9 @@ async function showCaptcha(): Promise<void> {
     for (let i = 0; i < 50 && typeof widgets()?.render !== 'function'; i++) await new Promise((r) => setTimeout(r, 100));
   }
   const box = h('div', { class: 'captcha' });
-  holder.replaceChildren(h('p', {}, 'Please confirm you are a person, then sign in again.'), box);
+  holder.replaceChildren(h('p', {}, 'Please confirm you are a person, then try again.'), box);
   captcha.provider = config.provider;
+  captcha.box = box;
   captcha.widget = widgets()?.render(box, { sitekey: config.siteKey, callback: (token) => (captcha.token = token), 'expired-callback': () => (captcha.token = undefined) });
 }
 
@@ -199,11 +213,12 @@ async function magicLinkPage(): Promise<void> {
         label: 'Ask for a sign-in link',
         submit: 'Send the link',
         action: async ({ email = '' }) => {
-          await svc.requestMagicLink(email);
+          await withCaptcha((captchaToken) => svc.requestMagicLink(email, captchaToken));
           say(`If ${email} has an account, a sign-in link is on its way. Open it in this browser.`);
         },
       },
       field('Email', { name: 'email', type: 'email', autocomplete: 'email', required: true }),
+      h('div', { id: 'captcha' }),
     ),
     link('/login', 'Back to sign in'),
   );
@@ -220,7 +235,7 @@ function signupPage(): void {
         label: 'Create an account',
         submit: 'Create account',
         action: async ({ email = '', password = '', firstname, lastname }) => {
-          await svc.signup({ email, password, ...(firstname ? { firstname } : {}), ...(lastname ? { lastname } : {}) });
+          await withCaptcha((captchaToken) => svc.signup({ email, password, ...(firstname ? { firstname } : {}), ...(lastname ? { lastname } : {}), ...(captchaToken ? { captchaToken } : {}) }));
           page('Check your mail', h('p', {}, `We sent a link to ${email}. Follow it to confirm your address, then sign in.`), link('/login', 'Sign in'));
           say('Account requested: check your mail.');
         },
@@ -229,6 +244,7 @@ function signupPage(): void {
       field('Password', { name: 'password', type: 'password', autocomplete: 'new-password', minlength: '8', required: true }, 'At least 8 characters.'),
       field('First name (optional)', { name: 'firstname', autocomplete: 'given-name' }),
       field('Last name (optional)', { name: 'lastname', autocomplete: 'family-name' }),
+      h('div', { id: 'captcha' }),
     ),
     link('/login', 'I have an account'),
   );
@@ -320,11 +336,12 @@ function forgotPage(dead?: typeof DEAD_RESET_LINK): void {
         label: 'Ask for a reset link',
         submit: dead?.submit ?? 'Send a reset link',
         action: async ({ email = '' }) => {
-          await svc.forgotPassword(email);
+          await withCaptcha((captchaToken) => svc.forgotPassword(email, captchaToken));
           say(`If ${email} has an account, a link to choose a new password is on its way.`);
         },
       },
       field('Email', { name: 'email', type: 'email', autocomplete: 'email', required: true }),
+      h('div', { id: 'captcha' }),
     ),
     link('/login', 'Back to sign in'),
   );

@@ -54,7 +54,10 @@ type Cell = Node | string | null | undefined | false;
 
 /**
  * A table with a caption (what it lists, for screen readers) and a header row; `empty` is said instead
- * when there is no row. Wide tables scroll sideways inside their box at 360 px.
+ * when there is no row. On a narrow screen (style.css) each row is a block of its cells, each under its
+ * column's name (`data-label`), so every cell and button is on the screen at 360 px; wider, a table too
+ * wide for its box scrolls sideways inside it. The roles are explicit: a table laid out as blocks stays
+ * a table for assistive technology in every browser.
  */
 export function table(caption: string, headers: string[], rows: Cell[][], empty: string): HTMLElement {
   if (!rows.length) return h('p', { class: 'empty' }, empty);
@@ -63,10 +66,20 @@ export function table(caption: string, headers: string[], rows: Cell[][], empty:
     { class: 'table', role: 'region', 'aria-label': caption, tabindex: '0' },
     h(
       'table',
-      {},
+      { role: 'table' },
       h('caption', {}, caption),
-      h('thead', {}, h('tr', {}, ...headers.map((text) => h('th', { scope: 'col' }, text)))),
-      h('tbody', {}, ...rows.map((cells) => h('tr', {}, ...cells.map((cell, i) => h('td', i === cells.length - 1 && cell instanceof HTMLElement && cell.tagName === 'DIV' ? { class: 'actions-cell' } : {}, cell))))),
+      h('thead', { role: 'rowgroup' }, h('tr', { role: 'row' }, ...headers.map((text) => h('th', { scope: 'col', role: 'columnheader' }, text)))),
+      h(
+        'tbody',
+        { role: 'rowgroup' },
+        ...rows.map((cells) =>
+          h(
+            'tr',
+            { role: 'row' },
+            ...cells.map((cell, i) => h('td', { role: 'cell', 'data-label': headers[i], ...(i === cells.length - 1 && cell instanceof HTMLElement && cell.tagName === 'DIV' ? { class: 'actions-cell' } : {}) }, cell)),
+          ),
+        ),
+      ),
     ),
   );
 }

@@ -10,6 +10,7 @@ import { sleep } from '../support/spawn.ts';
 import { consoleSuite, expectHeading, focusedLabel, mainButton, poll } from './console/harness.ts';
 import { deploymentTests } from './console/deployment.ts';
 import { eventsTests } from './console/events.ts';
+import { narrowScreenTests } from './console/narrow.ts';
 import { pluginsTests } from './console/plugins.ts';
 import { providersTests } from './console/providers.ts';
 import { usersTests } from './console/users.ts';
@@ -187,4 +188,5 @@ describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx'
   describe('audit log and webhooks', () => eventsTests(s));
   describe('cache list and CLI jobs', () => pluginsTests(s));
   describe('deployment check', () => deploymentTests(s));
+  describe('a 360 px screen', () => narrowScreenTests(s));
 });

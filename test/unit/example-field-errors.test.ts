@@ -70,6 +70,13 @@ describe('the example UI: validation_failed details as sentences beside the fiel
     expect(general).toEqual(['Must be one of {"password"}, {"code"} or {"response"}.']);
   });
 
+  it('a message that starts with an address or a host keeps it as written', () => {
+    expect(sentenceFor('config:issuer', ['https://idp.example/.well-known/openid-configuration cannot be reached (ENOTFOUND)'], 'https://idp.example')).toBe(
+      'https://idp.example/.well-known/openid-configuration cannot be reached (ENOTFOUND).',
+    );
+    expect(sentenceFor('url', ['127.0.0.1 is a loopback address'], 'http://127.0.0.1/')).toBe('127.0.0.1 is a loopback address.');
+  });
+
   it('the summary above the form names the fields by their labels', () => {
     expect(summaryOf(['Email'])).toBe('Check this field: Email.');
     expect(summaryOf(['Email', 'Password'])).toBe('Check these fields: Email, Password.');

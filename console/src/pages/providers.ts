@@ -5,7 +5,7 @@
 // is never filled in, and an empty one keeps the saved secret. "Test" asks svc's server to request the
 // provider (POST /auth/providers/:id/test): the console itself only talks to svc.
 
-import type { AvailableProvider, ProviderCheck, ProviderDocument } from '@svc/client';
+import { SvcError, type AvailableProvider, type ProviderCheck, type ProviderDocument } from '@svc/client';
 import { actionButton, confirmAction, field, form, fresh, h, href, page, say, svc, table } from '../ui.ts';
 
 const TYPE_NAMES: Record<string, string> = { arctic: 'Built-in', oidc: 'OpenID Connect', custom: 'Custom OAuth2' };
@@ -59,6 +59,15 @@ function configFields(keys: string[], saved: Record<string, unknown> = {}): HTML
     const isUrl = /(?:URL|Endpoint)$/.test(key) || key === 'issuer';
     return field(label, { name: `config:${key}`, type: isUrl ? 'url' : 'text', autocomplete: 'off', spellcheck: 'false', value, required: keys.includes(key) && !key.endsWith('Endpoint') }, hint);
   });
+}
+
+/**
+ * The API names a refused `config` entry `config.<key>` (`config.issuer`: the discovery document cannot be
+ * read); the form's field is `config:<key>`: renamed, the message goes beside that field.
+ */
+function configErrorsBeside(e: unknown): never {
+  if (!(e instanceof SvcError) || !e.details.some((d) => d.path.startsWith('config.'))) throw e;
+  throw new SvcError(e.status, e.code, e.message, e.details.map((d) => (d.path.startsWith('config.') ? { ...d, path: `config:${d.path.slice(7)}` } : d)));
 }
 
 /** The `config` entries of a form's data (`config:<key>`), empty ones left out. */
@@ -213,7 +222,7 @@ async function addPage(templateId: string): Promise<void> {
             trustEmailVerified: data.trustEmailVerified === 'on',
             config: configOf(data),
           }),
-        );
+        ).catch(configErrorsBeside);
         await show(href('providers', created.providerId), () => providerPage(created.providerId));
         say(`${created.label ?? created.providerId} is added${created.hasClientSecret ? ' with its client secret (write-only: it is not shown again)' : ''}.`);
       },
@@ -268,7 +277,7 @@ async function providerPage(id: string): Promise<void> {
             trustEmailVerified: data.trustEmailVerified === 'on',
             ...(Object.keys(config).length ? { config } : {}),
           }),
-        );
+        ).catch(configErrorsBeside);
         await providerPage(saved.providerId);
         say(`${saved.label ?? saved.providerId} is saved.${saved.hasClientSecret ? ' Its client secret is kept (write-only).' : ''}`);
       },

@@ -35,11 +35,15 @@ const FIELDS: Record<string, { missing: string; invalid?: string; newPassword?: 
   name: { missing: 'Enter a name.', invalid: 'Write the name on one line, without special characters.' },
 };
 
-/** "must be well-formed text" -> "Must be well-formed text." */
+/**
+ * "must be well-formed text" -> "Must be well-formed text."; a message that starts with an address, a
+ * host or a type name ("https://idp.example/... cannot be reached") keeps it as it is written.
+ */
 const asSentence = (text: string) => {
   const trimmed = text.trim();
   if (!trimmed) return 'This value is not accepted.';
-  return `${trimmed.charAt(0).toUpperCase()}${trimmed.slice(1)}${/[.!?]$/.test(trimmed) ? '' : '.'}`;
+  const start = /^\S*(?:[./]\S|:\/\/|:\d)/.test(trimmed) ? trimmed.charAt(0) : trimmed.charAt(0).toUpperCase();
+  return `${start}${trimmed.slice(1)}${/[.!?]$/.test(trimmed) ? '' : '.'}`;
 };
 
 /**

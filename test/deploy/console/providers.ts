@@ -79,6 +79,33 @@ export function providersTests(s: ConsoleSuite): void {
     expect(await listed()).toBeUndefined();
   });
 
+  it("an issuer that cannot be read is said beside the Issuer URL field, in the API's words", async () => {
+    // A port nothing listens on: svc's check of the discovery document is refused.
+    const server = http.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    await new Promise((resolve) => server.close(resolve));
+    const page = await s.newPage();
+    await s.signIn(page);
+    await expectHeading(page, 'Users');
+    await page.goto(`${s.url}#/providers/new/oidc`);
+    await expectHeading(page, 'Add OpenID Connect (any provider, by issuer URL)');
+    await page.getByRole('textbox', { name: 'Provider id' }).fill(`closed-${randomBytes(3).toString('hex')}`);
+    const field = page.getByRole('textbox', { name: 'Issuer URL' });
+    await field.fill(issuer);
+    await page.getByRole('textbox', { name: 'Client id' }).fill('x');
+    await page.locator('main').getByRole('button', { name: 'Add provider' }).click();
+    await s.afterStepUp(page, page.locator('input[name="config:issuer"][aria-invalid="true"]'));
+    expect(await page.locator('#error').textContent()).toBe('Check this field: Issuer URL.');
+    // The sentence beside the field is the API's message, its address as written (not "Http://...").
+    const id = (await field.getAttribute('id'))!;
+    const sentence = page.locator(`[id="${id}-error"]`);
+    expect(await sentence.textContent()).toBe(`${issuer}/.well-known/openid-configuration cannot be reached (ECONNREFUSED).`);
+    expect(await field.getAttribute('aria-describedby')).toContain(`${id}-error`);
+    await expectHeading(page, 'Add OpenID Connect (any provider, by issuer URL)');
+    await s.expectAccessible(page, 'the add-a-provider form with a refused issuer');
+  });
+
   it('Test of an OpenID provider whose issuer stopped answering says it cannot be reached', async () => {
     // An issuer that answers its discovery document while the provider is saved, then goes away.
     const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc)));

@@ -1,8 +1,8 @@
-// The audit log (CONTRACT 13, docs/events.md): the filters of `GET /auth/audit` (user, type or `prefix.*`,
+// The audit log (CONTRACT 13, docs/events.md): the filters of `GET /auth/audit` (user by email or id, type or `prefix.*`,
 // since, until; records per page), newest first, paged by cursor ("Older", and "Newer" back through the cursors seen).
 // `#/audit/<userId>` opens it filtered to one user (the users page links there).
 
-import type { AuditRecord } from '@svc/client';
+import { SvcError, type AuditRecord } from '@svc/client';
 import { field, form, h, href, page, showError, svc, table, when } from '../ui.ts';
 
 interface Filters {
@@ -46,6 +46,18 @@ function rowOf(r: AuditRecord) {
   ];
 }
 
+/**
+ * The user filter as the API takes it: an id as typed, an email address looked up (one that no user has
+ * is refused beside the field, as the API refuses a bad filter); none for an empty field.
+ */
+async function userIdOf(text: string): Promise<string | undefined> {
+  if (!text) return undefined;
+  if (!text.includes('@')) return text;
+  const { items } = await svc.admin.listUsers({ email: text, limit: 1 });
+  if (!items[0]) throw new SvcError(400, 'validation_failed', `No user has the address ${text}`, [{ path: 'userId', message: `no user has the address ${text}` }]);
+  return items[0].id;
+}
+
 export async function auditPage(params: string[] = []): Promise<void> {
   let filters: Filters = params[0] ? { userId: params[0] } : {};
   /** The cursors of the pages shown before this one (their first is undefined: the newest page). */
@@ -59,7 +71,7 @@ export async function auditPage(params: string[] = []): Promise<void> {
       label: 'Filter the audit log',
       submit: 'Filter',
       action: async ({ userId, type, since, until, limit }) => {
-        filters = { userId: userId?.trim() || undefined, type: type?.trim() || undefined, since: iso(since), until: iso(until), limit: Number(limit) || undefined };
+        filters = { userId: await userIdOf(userId?.trim() ?? ''), type: type?.trim() || undefined, since: iso(since), until: iso(until), limit: Number(limit) || undefined };
         cursors = [];
         cursor = undefined;
         await load();
@@ -68,7 +80,7 @@ export async function auditPage(params: string[] = []): Promise<void> {
     h(
       'div',
       { class: 'filters' },
-      field('User id', { name: 'userId', value: filters.userId ?? '', autocomplete: 'off' }),
+      field('User', { name: 'userId', value: filters.userId ?? '', autocomplete: 'off', spellcheck: 'false' }, 'An email address or a user id'),
       field('Type', { name: 'type', autocomplete: 'off', spellcheck: 'false' }, 'A type (login.failed) or a prefix (login.*)'),
       field('Since', { name: 'since', type: 'datetime-local', step: '1' }, 'Your local time; included'),
       field('Until', { name: 'until', type: 'datetime-local', step: '1' }, 'Your local time; not included'),

@@ -305,6 +305,7 @@ export async function userPage(id: string): Promise<void> {
     who,
     h('p', {}, h('a', { href: href('users') }, 'All users')),
     h('dl', {}, h('dt', {}, 'Email verified'), h('dd', {}, yesNo(user.email_verified)), h('dt', {}, 'Last login'), h('dd', {}, when(user.lastLoginAt)), h('dt', {}, 'User id'), h('dd', {}, h('code', {}, id))),
+    h('p', {}, h('a', { href: href('audit', id) }, `Audit log of ${who}`)),
     section('user-names', 'Names', names),
     section('user-admin', 'Administrator', adminState, h('div', { class: 'actions' }, adminButton)),
     section('user-password', 'Password', setPassword, h('p', { class: 'hint' }, 'Or let the user choose one: svc mails them a reset link (when it sends mail).'), h('div', { class: 'actions' }, resetMail)),

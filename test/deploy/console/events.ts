@@ -78,6 +78,38 @@ export function eventsTests(s: ConsoleSuite): void {
     await poll(() => page.locator('main .empty').textContent()).toBe('No record matches these filters.');
   });
 
+  it("a user's page opens the audit log filtered to them; the user filter takes an email address too", async () => {
+    const email = `audited-${Date.now().toString(36)}@example.com`;
+    await s.d.createUser(email, 'an audited password');
+    const { items } = (await (await s.d.adminFetch(`/auth/users?email=${encodeURIComponent(email)}`)).json()) as { items: { id: string }[] };
+    const id = items[0]!.id;
+    const page = await s.newPage();
+    await s.signIn(page);
+    await expectHeading(page, 'Users');
+    await page.goto(`${s.url}#/users/${id}`);
+    await expectHeading(page, email);
+    await page.locator('main').getByRole('link', { name: `Audit log of ${email}` }).click();
+    await expectHeading(page, 'Audit log');
+    const user = page.getByRole('textbox', { name: 'User' });
+    expect(await user.inputValue()).toBe(id);
+    const rows = page.getByRole('table', { name: 'Audit records, newest first' }).locator('tbody tr');
+    await poll(async () => (await auditTypes(page)).includes('user.created')).toBe(true);
+    expect((await rows.allTextContents()).every((r) => r.includes(email))).toBe(true);
+
+    // The address instead of the id: the same records.
+    await user.fill(email);
+    await mainButton(page, 'Filter').click();
+    await poll(async () => (await auditTypes(page)).includes('user.created') && (await rows.allTextContents()).every((r) => r.includes(email))).toBe(true);
+    // An address nobody has is said beside the field, and the list stays.
+    await user.fill(`nobody-${Date.now()}@example.com`);
+    await user.press('Enter');
+    await poll(() => user.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('#error').textContent()).toBe('Check this field: User.');
+    expect(await page.locator(`[id="${await user.getAttribute('id')}-error"]`).textContent()).toMatch(/^No user has the address nobody-/);
+    expect(await auditTypes(page)).toContain('user.created');
+    await s.expectAccessible(page, 'the audit log of one user');
+  });
+
   it('a webhook endpoint: added with step-up, its secret shown once verifies the receiver\'s signature, a test event is listed as delivered', async () => {
     const page = await s.newPage();
     await s.signIn(page);

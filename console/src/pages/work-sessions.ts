@@ -161,7 +161,7 @@ export async function workSessionsPage(params: string[] = []): Promise<void> {
     'Work sessions',
     h('p', {}, 'A work session lets people without an account read what its plugins share, through its guest link, until it is deactivated, expires or is deleted.'),
     h('section', { 'aria-labelledby': 'ws-add' }, h('h2', { id: 'ws-add' }, 'New work session'), create),
-    h('section', { 'aria-labelledby': 'ws-list' }, h('h2', { id: 'ws-list' }, 'Work sessions'), list),
+    h('section', { 'aria-labelledby': 'ws-list' }, h('h2', { id: 'ws-list' }, 'All work sessions'), list),
   );
   await load(0).catch((e: unknown) => {
     list.replaceChildren(h('p', { class: 'empty' }, 'The work sessions could not be read.'));

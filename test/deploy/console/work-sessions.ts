@@ -40,6 +40,9 @@ export function workSessionsTests(s: ConsoleSuite): void {
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     expect(await page.locator('#error').textContent()).toBe('');
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    // One landmark per name (axe-core's landmark-unique): the section "All work sessions" holds the table "Work sessions".
+    expect(await page.getByRole('region', { name: 'Work sessions', exact: true }).count()).toBe(1);
+    expect(await page.getByRole('region', { name: 'All work sessions', exact: true }).count()).toBe(1);
     await s.shots.take(page, 'work-sessions-list');
 
     const guestLink = `${s.d.appOrigin}/?workSession=${id}`;

@@ -77,6 +77,8 @@ describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx'
     it('an admin with TOTP on: the password, then the code from the authenticator app', async () => {
       const email = `totp-admin-${Date.now()}@example.com`;
       const password = 'totp admin password';
+      // Making an admin needs a recent sign-in (step-up); the deployment's admin session is older than freshAge by now.
+      expect((await s.d.adminFetch('/auth/reauthenticate', { method: 'POST', body: JSON.stringify({ password: s.d.admin.password }) })).status).toBe(204);
       const created = await s.d.adminFetch('/auth/users', { method: 'POST', body: JSON.stringify({ email, password, isAdmin: true }) });
       expect(created.status, await created.clone().text()).toBe(201);
       // TOTP on through the API, as the admin would in their account page.

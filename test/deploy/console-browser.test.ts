@@ -26,7 +26,12 @@ if (missing.length) process.stderr.write(`\n!!!!!!!! SKIPPED: the console browse
 
 describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx', () => {
   // auth.session.freshAge short: the step-up test waits it out; every other step-up action answers the dialog if it comes (s.afterStepUp).
-  const s = consoleSuite({ appConfig: { app: { name: 'Acme Notes' }, plugins: ['@svc/plugin-cli-connector'], auth: { session: { freshAge: FRESH_AGE } } }, env: { SVC_ALLOW_INSECURE_WEBHOOK_URLS: '1' } });
+  // A custom OAuth2 template from the app config (docs/oauth.md), for the providers page's "from the app" group.
+  const acmeSso = { id: 'acme-sso', displayName: 'Acme SSO', authorizationEndpoint: 'http://localhost:9/authorize', tokenEndpoint: 'http://localhost:9/token', userInfoEndpoint: 'http://localhost:9/userinfo', scopes: ['openid', 'email'] };
+  const s = consoleSuite({
+    appConfig: { app: { name: 'Acme Notes' }, plugins: ['@svc/plugin-cli-connector'], auth: { session: { freshAge: FRESH_AGE }, providers: { custom: [acmeSso] } } },
+    env: { SVC_ALLOW_INSECURE_WEBHOOK_URLS: '1' },
+  });
 
   describe('sign-in', () => {
     it('an admin signs in with the keyboard alone and lands on the users page; the sign-in page passes axe-core', async () => {

@@ -79,6 +79,40 @@ export function providersTests(s: ConsoleSuite): void {
     expect(await listed()).toBeUndefined();
   });
 
+  it("a provider from the app's custom template: added with its secret, Test requests its authorization URL, deleted", async () => {
+    const page = await s.newPage();
+    await s.signIn(page);
+    await expectHeading(page, 'Users');
+    await s.open(page, 'Sign-in providers');
+    const main = page.locator('main');
+    const picker = page.getByLabel('Provider or template');
+    expect(await picker.locator('optgroup[label="Custom OAuth2 (from the app)"] option').allTextContents()).toEqual(['Acme SSO']);
+    await picker.selectOption('acme-sso');
+    await main.getByRole('button', { name: 'Continue' }).click();
+    await expectHeading(page, 'Add Acme SSO');
+    expect(await main.textContent()).toContain('Custom OAuth2, with PKCE.');
+    expect(await page.getByRole('textbox', { name: 'Scopes' }).inputValue()).toBe('openid email');
+    await page.getByRole('textbox', { name: 'Client id' }).fill('acme-client');
+    await page.getByLabel('Client secret', { exact: true }).fill('acme-secret-never-shown');
+    await s.expectAccessible(page, 'the add form of a custom template');
+    await main.getByRole('button', { name: 'Add provider' }).click();
+    await s.afterStepUp(page, page.getByRole('heading', { level: 1, name: 'Acme SSO', exact: true }));
+    expect(await main.textContent()).toContain('Custom OAuth2 provider acme-sso: enabled; client secret set.');
+    expect(await page.content()).not.toContain('acme-secret-never-shown');
+
+    // Its Test requests the authorization URL svc would send people to (nothing answers on port 9).
+    await main.getByRole('button', { name: 'Test Acme SSO' }).click();
+    const result = main.getByRole('group', { name: 'Test of Acme SSO' });
+    await poll(() => result.textContent()).toContain('Test failed');
+    expect(await result.textContent()).toContain('Requested: http://localhost:9/authorize?');
+    expect(await result.textContent()).toContain('client_id=acme-client');
+
+    await main.getByRole('button', { name: 'Delete Acme SSO' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete provider' }).click();
+    await s.afterStepUp(page, page.getByRole('heading', { level: 1, name: 'Sign-in providers' }));
+    await poll(() => main.getByRole('link', { name: 'Acme SSO' }).count()).toBe(0);
+  });
+
   it("an issuer that cannot be read is said beside the Issuer URL field, in the API's words", async () => {
     // A port nothing listens on: svc's check of the discovery document is refused.
     const server = http.createServer();

@@ -67,6 +67,41 @@ export function usersTests(s: ConsoleSuite): void {
     await poll(() => pages.textContent()).toMatch(/^1–20 of/);
   });
 
+  it("a user's password set (step-up): their sessions end, the old password stops working, the new one signs in; End all sessions", async () => {
+    const email = unique('password');
+    await s.d.createUser(email, 'the first password');
+    const id = (await userByEmail(email))!.id;
+    const signIn = (password: string) => fetch(`${s.d.appOrigin}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    const cookieOf = (res: Response) => res.headers.getSetCookie().map((c) => c.split(';')[0]!).find((c) => c.startsWith('sid_app='))!;
+    const sessionOf = (cookie: string) => fetch(`${s.d.appOrigin}/api/auth/session`, { headers: { cookie } }).then((r) => r.status);
+    const before = cookieOf(await signIn('the first password'));
+
+    const page = await s.newPage();
+    await s.signIn(page);
+    await expectHeading(page, 'Users');
+    await page.goto(`${s.url}#/users/${id}`);
+    await expectHeading(page, email);
+    const sessions = page.getByRole('region', { name: `Sessions of ${email}, newest first` });
+    await poll(() => sessions.getByRole('row').count()).toBe(2);
+    await page.getByLabel('New password', { exact: true }).fill('the second password');
+    await mainButton(page, 'Set password').click();
+    await s.afterStepUp(page, page.locator('#status', { hasText: `The password of ${email} is set; their sessions ended.` }));
+    await page.getByText(`${email} is signed in nowhere.`).waitFor();
+    expect(await sessionOf(before)).toBe(401);
+    expect((await signIn('the first password')).status).toBe(401);
+    const after = await signIn('the second password');
+    expect(after.status).toBe(200);
+
+    // End all sessions, after the confirm dialog: the new session ends too.
+    await page.reload();
+    await expectHeading(page, email);
+    await poll(() => sessions.getByRole('row').count()).toBe(2);
+    await mainButton(page, 'End all sessions').click();
+    await page.getByRole('dialog').getByRole('button', { name: 'End all sessions' }).click();
+    await page.getByText(`${email} is signed in nowhere.`).waitFor();
+    expect(await sessionOf(cookieOf(after))).toBe(401);
+  });
+
   it("a user's page: name, admin (step-up), a session and an API key ended, reset mail refused without SMTP, delete; axe-core", async () => {
     const email = unique('managed');
     const password = 'a managed password';

@@ -22,12 +22,12 @@ const DEVICE_COOKIE_MAX_AGE = 365 * 24 * 60 * 60;
 export const NOT_ME_TTL = 7 * 24 * 60 * 60;
 const DEVICE_ID = /^[A-Za-z0-9_-]{43}$/;
 /**
- * At most 5 new-device notices per user per hour (counted in the store, on every instance together):
+ * At most 20 new-device notices per user per hour (counted in the store, on every instance together):
  * someone cycling devices with a stolen password cannot bury the owner's mailbox. Past it the login goes
  * on without a mail (warn log `new_device_notice_capped`), and its device is not remembered, so its next
  * login under the cap mails.
  */
-export const NOTICE_CAP = { count: 5, windowSeconds: 60 * 60 } as const;
+export const NOTICE_CAP = { count: 20, windowSeconds: 60 * 60 } as const;
 
 interface NotMeRecord {
   userId: string;

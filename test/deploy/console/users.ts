@@ -7,6 +7,16 @@ import { expect, it } from 'vitest';
 import { expectHeading, focusedLabel, mainButton, poll, type ConsoleSuite } from './harness.ts';
 
 /** The console's users page tests (registered inside console-browser.test.ts's describe block). */
+/** The console signed in as the suite's admin, on a user's page: the page and its sessions region. */
+async function openUser(s: ConsoleSuite, id: string, email: string) {
+  const page = await s.newPage();
+  await s.signIn(page);
+  await expectHeading(page, 'Users');
+  await page.goto(`${s.url}#/users/${id}`);
+  await expectHeading(page, email);
+  return { page, sessions: page.getByRole('region', { name: `Sessions of ${email}, newest first` }) };
+}
+
 export function usersTests(s: ConsoleSuite): void {
   const unique = (tag: string) => `${tag}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}@example.com`;
   const userByEmail = async (email: string) => {
@@ -76,12 +86,7 @@ export function usersTests(s: ConsoleSuite): void {
     const sessionOf = (cookie: string) => fetch(`${s.d.appOrigin}/api/auth/session`, { headers: { cookie } }).then((r) => r.status);
     const before = cookieOf(await signIn('the first password'));
 
-    const page = await s.newPage();
-    await s.signIn(page);
-    await expectHeading(page, 'Users');
-    await page.goto(`${s.url}#/users/${id}`);
-    await expectHeading(page, email);
-    const sessions = page.getByRole('region', { name: `Sessions of ${email}, newest first` });
+    const { page, sessions } = await openUser(s, id, email);
     await poll(() => sessions.getByRole('row').count()).toBe(2);
     await page.getByLabel('New password', { exact: true }).fill('the second password');
     await mainButton(page, 'Set password').click();
@@ -117,12 +122,7 @@ export function usersTests(s: ConsoleSuite): void {
     await s.signIn(theirs, { email, password });
     await expectHeading(theirs, 'Not allowed');
 
-    const page = await s.newPage();
-    await s.signIn(page);
-    await expectHeading(page, 'Users');
-    await page.goto(`${s.url}#/users/${id}`);
-    await expectHeading(page, email);
-    const sessions = page.getByRole('region', { name: `Sessions of ${email}, newest first` });
+    const { page, sessions } = await openUser(s, id, email);
     await poll(() => sessions.getByRole('row').count()).toBe(3); // header + the tool's + the browser's
     await page.getByRole('region', { name: `API keys of ${email}` }).getByText('deploy-bot').waitFor();
     expect(await page.locator('#user-ways-in + div dd').first().textContent()).toBe('Set');

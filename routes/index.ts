@@ -18,7 +18,7 @@ import { notMe } from './auth/not-me.ts';
 import { diagnostics } from './auth/diagnostics.ts';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './auth/users.ts';
 import { endUserSession, endUserSessions, listUserSessions, userWaysIn } from './auth/user-access.ts';
-import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, testWebhook, updateWebhook } from './auth/webhooks.ts';
+import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, resendDelivery, testWebhook, updateWebhook } from './auth/webhooks.ts';
 import { createWorkSession, deleteWorkSession, getWorkSession, listWorkSessions, updateWorkSession } from './auth/work-sessions.ts';
 import { health } from './health.ts';
 
@@ -85,6 +85,7 @@ const factories = [
   deleteWebhook,
   testWebhook,
   listDeliveries,
+  resendDelivery,
   oauthProviders,
   returnToCsrf,
   returnTo,

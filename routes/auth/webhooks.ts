@@ -9,6 +9,7 @@ import { toPublicDelivery, toPublicWebhook } from '../../src/webhooks/index.ts';
 const tags = ['webhooks'];
 /** Any id up to a bound: one no endpoint has is simply not there, 404. */
 const webhookParams = v.object({ id: v.pipe(v.string(), v.maxLength(200)) });
+const deliveryParams = v.object({ id: v.pipe(v.string(), v.maxLength(200)), eventId: v.pipe(v.string(), v.maxLength(200)) });
 const deliveriesQuery = v.strictObject({ limit: intQuery(50, 1, 200) });
 
 /** `POST /auth/webhooks` (admin): the secret is in this answer only (CONTRACT 13). */
@@ -111,5 +112,25 @@ export const listDeliveries = ({ auth }: ServerInstance) =>
     handler: async (c, { params, query }) => {
       await auth.webhooks.endpoints.get(params.id);
       return c.json({ items: (await auth.webhooks.listDeliveries(params.id, query.limit)).map(toPublicDelivery) });
+    },
+  });
+
+export const resendDelivery = ({ auth }: ServerInstance) =>
+  defineRoute({
+    method: 'POST',
+    path: '/auth/webhooks/:id/deliveries/:eventId/resend',
+    // Guarded as the test route is: it sends an event the endpoint already subscribed to, to its own URL.
+    onRequest: auth.authenticate({ admin: true }),
+    schema: {
+      summary: 'Send a failed delivery again (admin)',
+      description:
+        'Queues the event again to this endpoint (202 before it is sent), with the same body and `webhook-id` (receivers dedupe on it), a fresh timestamp and signature, and the retry schedule from its start; ' +
+        'the delivery shows `pending` again, then its outcome. Only a `failed` delivery: 409 `delivery_pending` while it is attempted, 409 `delivery_delivered` once received, 409 `webhook_inactive` for an inactive endpoint; unknown endpoint or delivery: 404 `not_found`.',
+      tags,
+      params: deliveryParams,
+    },
+    handler: async (c, { params }) => {
+      const eventId = await auth.webhooks.resend(params.id, params.eventId);
+      return c.json({ eventId }, 202);
     },
   });

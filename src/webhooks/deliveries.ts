@@ -34,9 +34,15 @@ export interface DeliveryDoc {
   lastError?: string;
   /**
    * The body's content while the delivery is pending, so a delivery owed when svc stopped is made
-   * after a restart (the embedded queue), or queued again when queueing failed (Redis).
+   * after a restart (the embedded queue), or queued again when queueing failed (Redis); kept on a
+   * failed delivery too, so that it can be sent again (`POST .../deliveries/:eventId/resend`).
    */
   event?: WebhookEvent;
+  /**
+   * The queue's job id of the delivery's last resend (`<eventId>.resend.<uuid>`): BullMQ keeps a finished
+   * job's id for a day and ignores a new job with it, so a resend is a job of its own id.
+   */
+  resendJob?: string;
 }
 
 /** The most first records one gathered insert writes. */
@@ -124,7 +130,8 @@ export class DeliveryLog {
       // Still pending: the event stays in the record, so a start can queue it again (Redis lost the job).
       const doc: DeliveryDoc = { ...firstRecord(first.webhookId, first.event, $set.updatedAt as string), ...($set as Pick<DeliveryDoc, 'status' | 'attempts' | 'lastStatusCode' | 'nextAttemptAt'>) };
       if (outcome.error) doc.lastError = outcome.error;
-      if (outcome.status === 'pending') doc.event = first.event;
+      // A failed one keeps it as well: it may be sent again (resend).
+      if (outcome.status !== 'delivered') doc.event = first.event;
       try {
         await this.insertGathered(doc);
         return true;
@@ -134,8 +141,18 @@ export class DeliveryLog {
       }
     }
     if (outcome.error) $set.lastError = outcome.error;
-    const update = outcome.status === 'pending' ? { $set } : { $set, $unset: { event: true as const, ...(outcome.error ? {} : { lastError: true as const }) } };
+    // The event goes once delivered; pending and failed deliveries keep it (queued again at start; resend).
+    const update = outcome.status !== 'delivered' ? { $set } : { $set, $unset: { event: true as const, ...(outcome.error ? {} : { lastError: true as const }) } };
     return (await this.docs.updateOne({ _id: id }, update)) !== null;
+  }
+
+  /**
+   * A failed delivery owed again from its first attempt (resend): pending, 0 attempts, due now, under
+   * the job id `resendJob`. Null when it is not failed (any more): another resend took it.
+   */
+  reopen(id: string, resendJob: string): Promise<DeliveryDoc | null> {
+    const now = new Date().toISOString();
+    return this.docs.updateOne({ _id: id, status: 'failed' }, { $set: { status: 'pending', attempts: 0, lastStatusCode: null, nextAttemptAt: now, updatedAt: now, resendJob }, $unset: { lastError: true } });
   }
 
   get(id: string): Promise<DeliveryDoc | null> {

@@ -10,6 +10,8 @@ import { uuidv7 } from '../audit/record.ts';
 import type { AuditLog } from '../audit/log.ts';
 import type { SecretBox } from '../auth/oauth/secrets.ts';
 import type { Config } from '../config/load.ts';
+import { AppError, notFound } from '../http/errors.ts';
+import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/index.ts';
 import type { Logger } from '../logger.ts';
 import type { Store } from '../store/index.ts';
@@ -107,6 +109,37 @@ export class Webhooks {
     return id;
   }
 
+  /**
+   * `POST /auth/webhooks/:id/deliveries/:eventId/resend`: a failed delivery owed again, from its first
+   * attempt (the retry schedule applies again), with the same body and `webhook-id` (the event id:
+   * receivers dedupe on it) and a fresh timestamp and signature at each attempt. Only a failed one: a
+   * pending one is still being attempted (409 `delivery_pending`), a delivered one was received
+   * (409 `delivery_delivered`); an inactive endpoint takes none (409 `webhook_inactive`).
+   */
+  async resend(webhookId: string, eventId: string): Promise<string> {
+    const endpoint = await this.endpoints.get(webhookId);
+    const id = deliveryId(webhookId, eventId);
+    const record = await this.deliveries.get(id);
+    if (!record) throw notFound('No delivery of this event to this webhook');
+    if (!endpoint.active) throw new AppError(409, 'webhook_inactive', 'This webhook is inactive: activate it before sending a delivery again');
+    if (record.status === 'pending') throw new AppError(409, 'delivery_pending', 'This delivery is still being attempted: it can be sent again once it has failed');
+    if (record.status === 'delivered') throw new AppError(409, 'delivery_delivered', 'This delivery was received: only a failed delivery can be sent again');
+    if (!record.event) throw new AppError(409, 'delivery_event_gone', 'This delivery failed before svc kept the events of failed deliveries: it cannot be sent again');
+    const jobKey = `${eventId}.resend.${randomUUID()}`;
+    const reopened = await this.deliveries.reopen(id, jobKey);
+    if (!reopened) throw new AppError(409, 'delivery_pending', 'This delivery is already being sent again');
+    const job: DeliveryJob = { webhookIds: [webhookId], eventId, event: record.event, done: 0, jobKey, ...(record.type === 'webhook.test' ? { test: true } : {}) };
+    try {
+      await this.queue.add(job, 0);
+    } catch (err) {
+      // The record says pending with its event: the next start queues it again.
+      this.deps.logger.error({ err, code: 'webhook_enqueue_failed', webhookId, eventId, type: record.type }, 'webhook_enqueue_failed: a webhook delivery sent again could not be queued (it is queued again at the next start)');
+      throw err;
+    }
+    this.deps.logger.info({ webhookId, eventId, type: record.type }, 'a failed webhook delivery is sent again');
+    return eventId;
+  }
+
   /** Deletes an endpoint and its delivery records (a job still queued for it is dropped when it runs). */
   async remove(webhookId: string): Promise<void> {
     await this.endpoints.delete(webhookId);
@@ -151,7 +184,9 @@ export class Webhooks {
     for (const doc of owed) {
       if (!doc.event) continue;
       const due = doc.nextAttemptAt ? Date.parse(doc.nextAttemptAt) - now : 0;
-      const queued = jobs.get(doc.eventId);
+      // A resend is its own job, of its own id (the event's first job may still be kept by BullMQ).
+      const key = doc.resendJob ?? doc.eventId;
+      const queued = jobs.get(key);
       if (queued) {
         // The endpoints of one event had the same attempts (one job made them): the earliest due wins.
         queued.job.webhookIds.push(doc.webhookId);
@@ -159,7 +194,7 @@ export class Webhooks {
         queued.due = Math.min(queued.due, due);
         continue;
       }
-      jobs.set(doc.eventId, { job: { webhookIds: [doc.webhookId], eventId: doc.eventId, event: doc.event, done: doc.attempts, ...(doc.type === 'webhook.test' ? { test: true } : {}) }, due });
+      jobs.set(key, { job: { webhookIds: [doc.webhookId], eventId: doc.eventId, event: doc.event, done: doc.attempts, ...(doc.type === 'webhook.test' ? { test: true } : {}), ...(doc.resendJob ? { jobKey: doc.resendJob } : {}) }, due });
     }
     for (const { job, due } of jobs.values()) {
       await this.queue.add(job, due).catch((err: unknown) => this.deps.logger.error({ err, webhookIds: job.webhookIds, eventId: job.eventId }, 'an owed webhook delivery could not be queued again'));

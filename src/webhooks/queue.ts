@@ -16,6 +16,12 @@ export interface DeliveryJob {
   done: number;
   /** A `webhook.test` event: sent to an inactive endpoint too. */
   test?: boolean;
+  /**
+   * A resend's own job id (`<eventId>.resend.<uuid>`): the event's id is taken by its first job, which
+   * BullMQ keeps for a day once finished (a new job with that id would be ignored). `webhook-id` stays
+   * the event id.
+   */
+  jobKey?: string;
 }
 
 /**
@@ -53,5 +59,5 @@ export interface DeliveryQueue {
   close(): Promise<void>;
 }
 
-/** The job id of an event's deliveries: the event id (one job per event, however often it is queued). */
-export const jobId = (job: Pick<DeliveryJob, 'eventId'>) => job.eventId;
+/** The job id of an event's deliveries: the event id (one job per event, however often it is queued), or a resend's own. */
+export const jobId = (job: Pick<DeliveryJob, 'eventId' | 'jobKey'>) => job.jobKey ?? job.eventId;

@@ -129,6 +129,28 @@ describe.skipIf(!redisUrl)('two instances on one Redis', () => {
     }
   });
 
+  it('a failed delivery sent again (resend) is a job of its own id, made once, with the same webhook-id (the first job is kept by BullMQ)', async () => {
+    const hook = await endpoint(adminOne, ['login.failed']);
+    rx.plan(hook.path, { status: 500 }, { status: 500 }, { status: 500 });
+    rx.fallbacks.set(hook.path, { status: 204 });
+    const res = await adminOne.fetch(`/auth/webhooks/${hook.id}/test`, { method: 'POST' });
+    const { eventId } = (await res.json()) as { eventId: string };
+    const state = async () => ((await (await adminTwo.fetch(`/auth/webhooks/${hook.id}/deliveries`)).json()) as { items: { eventId: string; status: string; attempts: number; lastStatusCode: number | null }[] }).items.find((d) => d.eventId === eventId);
+    const until = async (status: string) => {
+      for (let i = 0; i < 200 && (await state())?.status !== status; i++) await sleep(50);
+      return state();
+    };
+    expect(await until('failed')).toMatchObject({ attempts: 3, lastStatusCode: 500 });
+    // From the other instance: the queue is shared.
+    const again = await adminTwo.fetch(`/auth/webhooks/${hook.id}/deliveries/${eventId}/resend`, { method: 'POST' });
+    expect(again.status, await again.clone().text()).toBe(202);
+    expect(await until('delivered')).toMatchObject({ attempts: 1, lastStatusCode: 204 });
+    await sleep(800); // room for a duplicate
+    const got = rx.byId(eventId, hook.path);
+    expect(got.map((r) => r.answered)).toEqual([500, 500, 500, 204]);
+    expect(got.at(-1)!.verified).toBe(true);
+  });
+
   it('every key of the queue is under the key prefix and in one Redis Cluster slot (hash tag {svc-webhooks})', async () => {
     const client = new Redis(redisUrl);
     try {

@@ -468,3 +468,80 @@ describe('secrets at rest', () => {
     }
   });
 });
+
+describe('resend (POST /auth/webhooks/:id/deliveries/:eventId/resend)', () => {
+  const resend = (id: string, eventId: string, client = admin) => client.fetch(`/auth/webhooks/${id}/deliveries/${eventId}/resend`, { method: 'POST' });
+  const code = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
+
+  it('a failed delivery is sent again with the same webhook-id and body, signed anew, its attempts counted from 1 on the schedule, then delivered', async () => {
+    const hook = await endpoint(['webhook.updated']);
+    // Failed in all its attempts, then one more 500 after the resend, then 204.
+    rx.plan(hook.path, ...Array.from({ length: 2 + SCHEDULE.length }, () => ({ status: 500 })));
+    rx.fallbacks.set(hook.path, { status: 204 });
+    await admin.fetch(`/auth/webhooks/${hook.id}`, { method: 'PATCH', json: { description: 'resend me' } });
+    const [first] = await rx.waitFor(1, { path: hook.path });
+    const eventId = first!.headers['webhook-id'] as string;
+    await settled(hook.id, eventId, 'failed');
+
+    const res = await resend(hook.id, eventId);
+    expect(res.status, await res.clone().text()).toBe(202);
+    expect(await res.json()).toEqual({ eventId });
+    const again = await settled(hook.id, eventId, 'pending');
+    expect(again.attempts).toBeLessThanOrEqual(1);
+    const delivered = await settled(hook.id, eventId, 'delivered');
+    expect(delivered).toMatchObject({ attempts: 2, lastStatusCode: 204, nextAttemptAt: null });
+
+    const got = rx.byId(eventId, hook.path);
+    expect(got.map((r) => r.answered)).toEqual([...Array.from({ length: 2 + SCHEDULE.length }, () => 500), 204]);
+    expect(new Set(got.map((r) => r.body)).size).toBe(1);
+    // Verified as a receiver does, with the endpoint's secret: the resend's own timestamp and signature.
+    const last = got.at(-1)!;
+    const headers = { 'webhook-id': eventId, 'webhook-timestamp': last.headers['webhook-timestamp'] as string, 'webhook-signature': last.headers['webhook-signature'] as string };
+    expect(new Webhook(hook.secret).verify(last.body, headers)).toMatchObject({ type: 'webhook.updated', data: { id: eventId } });
+    expect(Number(last.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(Number(got[0]!.headers['webhook-timestamp']));
+    // Received now: only a failed delivery is sent again.
+    const twice = await resend(hook.id, eventId);
+    expect(twice.status).toBe(409);
+    expect(await code(twice)).toBe('delivery_delivered');
+  });
+
+  it('404 not_found for an unknown endpoint or delivery, 409 delivery_pending while attempted, 409 webhook_inactive, 400 validation_failed for a bad id, 403 for a user', async () => {
+    const hook = await endpoint(['login.failed']);
+    rx.plan(hook.path, ...Array.from({ length: 1 + SCHEDULE.length }, () => ({ status: 500 })));
+    const eventId = await sendTest(hook.id);
+    await settled(hook.id, eventId, 'pending');
+    const pending = await resend(hook.id, eventId);
+    expect(pending.status).toBe(409);
+    expect(await code(pending)).toBe('delivery_pending');
+    await settled(hook.id, eventId, 'failed');
+
+    for (const [id, ev] of [[randomUUID(), eventId], [hook.id, randomUUID()]] as const) {
+      const res = await resend(id, ev);
+      expect(res.status).toBe(404);
+      expect(await code(res)).toBe('not_found');
+    }
+    const bad = await resend('x'.repeat(201), eventId);
+    expect(bad.status).toBe(400);
+    expect(await code(bad)).toBe('validation_failed');
+
+    const u = await t.createUser();
+    const user = t.client();
+    await user.login(u.email, u.password);
+    expect((await resend(hook.id, eventId, user)).status).toBe(403);
+    expect((await resend(hook.id, eventId, t.client())).status).toBe(401);
+
+    await admin.fetch(`/auth/webhooks/${hook.id}`, { method: 'PATCH', json: { active: false } });
+    const inactive = await resend(hook.id, eventId);
+    expect(inactive.status).toBe(409);
+    expect(await code(inactive)).toBe('webhook_inactive');
+    expect((await deliveries(hook.id)).find((d) => d.eventId === eventId)).toMatchObject({ status: 'failed' });
+    expect(rx.byId(eventId, hook.path)).toHaveLength(1 + SCHEDULE.length);
+  });
+
+  it('is in /openapi.json', async () => {
+    const doc = (await (await t.client().fetch('/openapi.json')).json()) as { paths: Record<string, Record<string, unknown>> };
+    const path = Object.keys(doc.paths).find((p) => /^\/auth\/webhooks\/[:{]id}?\/deliveries\/[:{]eventId}?\/resend$/.test(p));
+    expect(path).toBeDefined();
+    expect(doc.paths[path!]).toHaveProperty('post');
+  });
+});

@@ -282,6 +282,8 @@ export function createClient(options: ClientOptions = {}) {
       testWebhook: (id: string) => call('testWebhook', { params: { id } }),
       /** The endpoint's recent deliveries, newest first (`limit` 1..200, default 50). */
       webhookDeliveries: (id: string, query: { limit?: number } = {}) => call('webhookDeliveries', { params: { id }, query }),
+      /** Sends a failed delivery again (same `webhook-id`, the retry schedule from its start); 409 unless it failed. */
+      resendWebhookDelivery: (id: string, eventId: string) => call('resendWebhookDelivery', { params: { id, eventId } }),
     },
   };
   return client;

@@ -74,6 +74,7 @@ export const routes = {
   deleteWebhook: ['DELETE', '/auth/webhooks/:id'],
   testWebhook: ['POST', '/auth/webhooks/:id/test'],
   webhookDeliveries: ['GET', '/auth/webhooks/:id/deliveries'],
+  resendWebhookDelivery: ['POST', '/auth/webhooks/:id/deliveries/:eventId/resend'],
   // 10. Account self-service
   sessions: ['GET', '/auth/sessions'],
   endSession: ['DELETE', '/auth/sessions/:id'],
@@ -466,6 +467,8 @@ export interface Responses {
   /** 202: queued (the service's answer names its `eventId`; `webhookDeliveries` lists it first). */
   testWebhook: void;
   webhookDeliveries: Items<WebhookDelivery>;
+  /** 202: a failed delivery queued again, with the same `webhook-id` (its `eventId`). */
+  resendWebhookDelivery: { eventId: string };
   sessions: Items<OwnSession>;
   endSession: void;
   changePassword: void;

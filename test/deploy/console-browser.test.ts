@@ -27,9 +27,10 @@ if (missing.length) process.stderr.write(`\n!!!!!!!! SKIPPED: the console browse
 describe.skipIf(missing.length > 0)('the admin console in Chromium behind nginx', () => {
   // auth.session.freshAge short: the step-up test waits it out; every other step-up action answers the dialog if it comes (s.afterStepUp).
   // A custom OAuth2 template from the app config (docs/oauth.md), for the providers page's "from the app" group.
+  // A short webhook retry schedule: the webhooks test's delivery fails within a second, to be sent again (Resend).
   const acmeSso = { id: 'acme-sso', displayName: 'Acme SSO', authorizationEndpoint: 'http://localhost:9/authorize', tokenEndpoint: 'http://localhost:9/token', userInfoEndpoint: 'http://localhost:9/userinfo', scopes: ['openid', 'email'] };
   const s = consoleSuite({
-    appConfig: { app: { name: 'Acme Notes' }, plugins: ['@svc/plugin-cli-connector'], auth: { session: { freshAge: FRESH_AGE }, providers: { custom: [acmeSso] } } },
+    appConfig: { app: { name: 'Acme Notes' }, plugins: ['@svc/plugin-cli-connector'], auth: { session: { freshAge: FRESH_AGE }, providers: { custom: [acmeSso] }, webhooks: { retrySchedule: [0.5] } } },
     env: { SVC_ALLOW_INSECURE_WEBHOOK_URLS: '1' },
   });
 

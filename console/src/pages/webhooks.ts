@@ -1,8 +1,8 @@
 // Webhooks (CONTRACT 13, docs/events.md): the endpoints with their last delivery, adding one (its signing
 // secret shown once), enable/disable, delete, "Send test event", and at `#/webhooks/<id>` an endpoint's
 // deliveries and a form to change its URL, types or description. Adding and changing need a recent
-// sign-in (step-up: `fresh`). svc has no route to send a delivery again: a failed one is retried on its
-// schedule, and "Send test event" checks a receiver.
+// sign-in (step-up: `fresh`). A failed delivery has "Resend": the same event and webhook-id again, its
+// retry schedule from the start (`POST /auth/webhooks/:id/deliveries/:eventId/resend`).
 
 import type { WebhookDelivery, WebhookEndpoint } from '@svc/client';
 import { actionButton, confirmAction, field, form, fresh, h, href, isNotFound, page, say, shownOnce, svc, table, when } from '../ui.ts';
@@ -128,6 +128,20 @@ async function endpointPage(id: string): Promise<void> {
   }
   const w = endpoint;
   const deliveries = h('div', {}, h('p', {}, 'Loading…'));
+  /** Sends a failed delivery again; the list is read again after, whatever the answer (the API's message shown on error). */
+  const resendButton = (d: WebhookDelivery) =>
+    actionButton(
+      'Resend',
+      async () => {
+        try {
+          await fresh(() => svc.admin.resendWebhookDelivery(id, d.eventId));
+          say(`The ${d.type} delivery ${d.eventId} is queued again for ${w.url}.`);
+        } finally {
+          await load().catch(() => {});
+        }
+      },
+      { class: 'secondary', 'aria-label': `Resend the ${d.type} delivery ${d.eventId}` },
+    );
   const load = async () => {
     const { items } = await svc.admin.webhookDeliveries(id, { limit: 50 });
     deliveries.replaceChildren(
@@ -137,7 +151,18 @@ async function endpointPage(id: string): Promise<void> {
         items.map((d) => [
           h('div', {}, h('code', {}, d.type), h('div', {}, when(d.at)), h('div', {}, 'Webhook id: ', h('code', {}, d.eventId))),
           // A span (lines by <br>): the table keeps a last <div> cell on one line.
-          h('span', {}, statusOf(d), h('br'), `Attempts: ${d.attempts}`, h('br'), `Last response: ${lastResponse(d)}`, h('br'), `Next attempt: ${when(d.nextAttemptAt)}`),
+          h(
+            'span',
+            {},
+            statusOf(d),
+            h('br'),
+            `Attempts: ${d.attempts}`,
+            h('br'),
+            `Last response: ${lastResponse(d)}`,
+            h('br'),
+            `Next attempt: ${when(d.nextAttemptAt)}`,
+            ...(d.status === 'failed' ? [h('br'), resendButton(d)] : []),
+          ),
         ]),
         'No delivery yet: send a test event.',
       ),
@@ -188,7 +213,7 @@ async function endpointPage(id: string): Promise<void> {
       'section',
       { 'aria-labelledby': 'wh-deliveries' },
       h('h2', { id: 'wh-deliveries' }, 'Deliveries'),
-      h('p', { class: 'hint' }, 'The webhook id is the webhook-id header the receiver got (the same on every retry). A failed delivery is not sent again.'),
+      h('p', { class: 'hint' }, 'The webhook id is the webhook-id header the receiver got (the same on every retry, and when a failed delivery is sent again with Resend).'),
       h('div', { class: 'actions' }, actionButton('Refresh deliveries', load, { class: 'secondary' })),
       deliveries,
     ),

@@ -2,7 +2,8 @@
 // and the type filter (a refused one said beside its field); a webhook endpoint on a real receiver on
 // loopback (the deployment runs with SVC_ALLOW_INSECURE_WEBHOOK_URLS=1), its secret shown once and
 // checked against the receiver's signature with `standardwebhooks`, a test event sent and listed as
-// delivered under the webhook-id the receiver got.
+// delivered under the webhook-id the receiver got; a failed delivery sent again with Resend (keyboard),
+// delivered under the same webhook-id.
 
 import type { Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
@@ -167,5 +168,57 @@ export function eventsTests(s: ConsoleSuite): void {
     await page.getByRole('dialog').getByRole('button', { name: 'Delete endpoint' }).click();
     await expectHeading(page, 'Webhooks');
     await poll(() => page.getByRole('link', { name: url }).count()).toBe(0);
+  });
+
+  it('a failed delivery has Resend (keyboard): sent again under the same webhook-id, it is listed as delivered', async () => {
+    const page = await s.newPage();
+    await s.signIn(page);
+    await expectHeading(page, 'Users');
+    await s.open(page, 'Webhooks');
+    await page.getByText('No webhook endpoint yet').or(page.getByRole('table', { name: 'Webhook endpoints' })).first().waitFor();
+    const url = `${receiver.url}/console-resend`;
+    // Both attempts (the suite's schedule is [0.5]) answered 500: the delivery fails; the resend gets 204.
+    receiver.plan('/console-resend', { status: 500 }, { status: 500 });
+    receiver.fallbacks.set('/console-resend', { status: 204 });
+    await page.getByLabel('URL', { exact: true }).fill(url);
+    await page.getByLabel('Event types', { exact: true }).fill('user.deleted');
+    await mainButton(page, 'Add endpoint').click();
+    const shown = page.getByRole('group', { name: 'Signing secret' });
+    await s.afterStepUp(page, shown);
+    receiver.secrets.set('/console-resend', (await shown.locator('code').textContent()) ?? '');
+    const row = page.getByRole('table', { name: 'Webhook endpoints' }).locator('tr', { hasText: url });
+    await row.getByRole('button', { name: `Send test event to ${url}` }).click();
+    const [first] = await receiver.waitFor(1, { path: '/console-resend' });
+    const webhookId = String(first!.headers['webhook-id']);
+
+    await page.getByRole('link', { name: url }).click();
+    await expectHeading(page, 'Webhook endpoint');
+    const delivery = page.getByRole('table', { name: `Deliveries to ${url}, newest first` }).locator('tr', { hasText: webhookId });
+    const until = (status: string) =>
+      poll(async () => {
+        const text = (await delivery.count()) ? await delivery.textContent() : '';
+        if (!text?.includes(status)) await mainButton(page, 'Refresh deliveries').click();
+        return text;
+      }).toContain(status);
+    await until('failed');
+    expect(await delivery.textContent()).toContain('HTTP 500');
+    const resend = delivery.getByRole('button', { name: `Resend the webhook.test delivery ${webhookId}` });
+    await s.expectAccessible(page, 'a failed delivery with Resend');
+    // The keyboard alone: focus it and press Enter.
+    await resend.focus();
+    await page.keyboard.press('Enter');
+    await poll(() => page.locator('#status').textContent()).toContain('queued again');
+    await until('delivered');
+    expect(await delivery.textContent()).toContain('HTTP 204');
+    const got = receiver.byId(webhookId, '/console-resend');
+    expect(got.map((r) => r.answered)).toEqual([500, 500, 204]);
+    // Signed anew with the endpoint's secret (standardwebhooks verifies it at the receiver).
+    expect(got.map((r) => r.verified)).toEqual([true, true, true]);
+    // Delivered now: no Resend on it.
+    expect(await delivery.getByRole('button', { name: /^Resend/ }).count()).toBe(0);
+
+    await page.getByRole('button', { name: `Delete ${url}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete endpoint' }).click();
+    await expectHeading(page, 'Webhooks');
   });
 }

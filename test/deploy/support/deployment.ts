@@ -340,7 +340,9 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
     const a = await start(portA, appDir, appOrigin, [appOrigin, devOrigin]);
     const [b, workbench] = await Promise.all([
       start(portB, appDir, appOrigin, [appOrigin, devOrigin]),
-      start(portW, appRoot(config('sid_workbench')), workbenchOrigin, [workbenchOrigin]),
+      // The workbench shares the app's Redis key prefix, so its worker takes webhook jobs of the app's queue
+      // too: it retries them on the app's schedule (auth.webhooks), or a short one in a test would not hold.
+      start(portW, appRoot(config('sid_workbench', opts.appConfig?.auth?.webhooks ? { auth: { webhooks: opts.appConfig.auth.webhooks } } : {})), workbenchOrigin, [workbenchOrigin]),
     ]);
 
     const site = deploySite({ app: [portA, portB], workbench: portW, appPort, workbenchPort, frontendDir: opts.frontendDir });

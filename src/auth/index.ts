@@ -550,10 +550,9 @@ export class Auth {
 
   /** A request with an API key (CONTRACT 15): the same `authUser`, with `provider: "api_key"` and the key's scopes. */
   private useApiKey(c: Context<AppEnv>, key: string, next: () => unknown): Promise<unknown> {
-    return this.apiKeys.authenticate(key, () => clientIp(c, this.config.server.trustProxy)).then((caller) => {
-      // Admin rights go with the `auth:admin` scope, which only an admin's key holds (a demotion revokes it).
-      c.set('authUser', { userId: caller.userId, isAdmin: caller.scopes.includes(ADMIN_SCOPE), provider: 'api_key', apiKey: { id: caller.id, scopes: caller.scopes } });
-      c.set('apiKey', caller);
+    return this.apiKeys.authenticate(key, () => clientIp(c, this.config.server.trustProxy)).then((entry) => {
+      c.set('authUser', entry.user);
+      c.set('apiKey', entry.caller);
       return next();
     });
   }

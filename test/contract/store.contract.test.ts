@@ -49,6 +49,18 @@ describe.skipIf(!redisUrl)('Redis', () => {
     await Promise.all([one.close(), two.close()]);
   });
 
+  it('getAndIncrWindow works on a server that has not seen its script (SCRIPT FLUSH, a restarted Redis)', async () => {
+    const store = new RedisStore({ url: redisUrl, name: 'cache' });
+    await store.connect(redisUrl);
+    const tag = `{svctest:${randomUUID()}}`;
+    await store.set(`${tag}:rec`, 'a record with spaces', { ttl: 100 });
+    await (store.client as import('ioredis').Redis).script('FLUSH');
+    expect(await store.getAndIncrWindow(`${tag}:rec`, `${tag}:count`, 100)).toEqual(['a record with spaces', 1]);
+    await (store.client as import('ioredis').Redis).script('FLUSH');
+    expect(await store.getAndIncrWindow(`${tag}:none`, `${tag}:count`, 100)).toEqual([null, 2]);
+    await store.close();
+  });
+
   it('commands issued in one turn of the event loop go to Redis in one write, in order', async () => {
     const store = new RedisStore({ url: redisUrl, name: 'cache' });
     await store.connect(redisUrl);

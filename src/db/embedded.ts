@@ -1,6 +1,7 @@
 import nedb from '@seald-io/nedb';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { appendThroughOpenFile } from './embedded-append.ts';
 import { DuplicateKeyError, type Collection, type Database, type Doc, type Filter, type FindOptions, type UniqueIndex, type Update } from './db.ts';
 
 // nedb is CommonJS whose typings declare an ES default export: at run time the default import is
@@ -137,6 +138,7 @@ export class EmbeddedDatabase implements Database {
     let loading = this.stores.get(name);
     if (!loading) {
       const store = new Datastore<Doc>(this.dir ? { filename: path.join(this.dir, `${name}.db`), modes } : { inMemoryOnly: true });
+      appendThroughOpenFile(store);
       loading = store.loadDatabaseAsync().then(() => {
         if (this.dir) store.setAutocompactionInterval(10 * 60 * 1000);
         return store;

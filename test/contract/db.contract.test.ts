@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -167,6 +167,30 @@ describe('embedded database on disk', () => {
     expect(await c2.findOne({ _id: 'p1' })).toEqual({ _id: 'p1', email: 'keep@x', name: 'Kept' });
     await expect(c2.insertOne({ _id: 'p2', email: 'keep@x' })).rejects.toBeInstanceOf(DuplicateKeyError);
     await second.close();
+  });
+
+  it('every write is in the file when it answers, before and after a compaction (no close: as after a crash)', async () => {
+    const dir = path.join(dataDir, 'appends');
+    const db = new EmbeddedDatabase(dir);
+    const users = await db.collection<User>('svc__core-user', [{ fields: ['email'] }]);
+    await users.insertOne({ _id: 'a1', email: 'a1@x' });
+    await users.insertOne({ _id: 'a2', email: 'a2@x' });
+    // nedb compacts by writing a new file and renaming it over the old one: later writes must reach the new file.
+    await (users as unknown as { ds: { compactDatafileAsync(): Promise<void> } }).ds.compactDatafileAsync();
+    await users.updateOne({ _id: 'a1' }, { $set: { name: 'After' } });
+    await users.insertOne({ _id: 'a3', email: 'a3@x' });
+    await users.deleteOne({ _id: 'a2' });
+    // A copy of the folder as it is now, opened as a new database: what a restart after a crash would read.
+    const copy = path.join(dataDir, 'appends-copy');
+    cpSync(dir, copy, { recursive: true });
+    rmSync(path.join(copy, 'LOCK'), { force: true });
+    const reopened = new EmbeddedDatabase(copy);
+    const again = await reopened.collection<User>('svc__core-user', [{ fields: ['email'] }]);
+    expect(await again.find({}, { sort: { _id: 1 } })).toEqual([
+      { _id: 'a1', email: 'a1@x', name: 'After' },
+      { _id: 'a3', email: 'a3@x' },
+    ]);
+    await Promise.all([db.close(), reopened.close()]);
   });
 
   it('refuses a second process-level opener of the same folder while the first holds it', async () => {

@@ -12,7 +12,9 @@
  * (`Store.getAndIncrWindow`), or the count alone (one `INCR`) when the record comes from the local cache.
  * `lastUsedAt` is written at most once a minute per key, after the answer.
  *
- * A well-formed key the store does not hold costs a database read; wrong keys (guessed, mistyped,
+ * A well-formed key the store does not hold costs a database read, and is counted against its own limit
+ * only once the database has found it: unknown keys make no per-key counters in the store (an address
+ * sending random keys cannot fill Redis with them). Wrong keys (guessed, mistyped,
  * revoked and retried) are counted per client address before that read (`INCR` of the address's counter
  * for this minute, on every instance together): past `INVALID_PER_IP` in a minute, 429 `rate_limited`
  * with `Retry-After`, without the database. A key the database does know gives its count back. A valid
@@ -399,15 +401,18 @@ export class ApiKeyService {
     // (`readUnknown`: the address counted first). What the store gave is kept in the local cache unless
     // Redis said the key changed meanwhile (`SessionCache.begin`).
     const token = this.cache?.begin(hash);
-    const read = this.together
+    const read: Promise<[string | null, number]> = this.together
       ? this.store.getAndIncrWindow(this.key(hash), counter, RATE_TTL)
-      : Promise.all([this.store.get(this.key(hash)), this.store.incrWindow(counter, RATE_TTL)]);
+      : this.store.get(this.key(hash)).then((raw) => (raw === null ? [null, 0] : this.store.incrWindow(counter, RATE_TTL).then((n): [string, number] => [raw, n])));
     return read.then(
       ([raw, count]) => {
         const entry = raw === null ? null : this.entryFrom(raw);
         if (token) this.cache!.finish(hash, token, entry, now);
         if (entry) return this.admit(hash, entry, count, now, window);
-        return this.readUnknown(hash, clientIp(), now).then((found) => this.admit(hash, found, count, now, window));
+        // Not counted yet (the store counts only keys it holds): counted once the database knows the key.
+        return this.readUnknown(hash, clientIp(), now).then((found) =>
+          found ? this.store.incrWindow(counter, RATE_TTL).then((n) => this.admit(hash, found, n, now, window)) : this.admit(hash, null, 0, now, window),
+        );
       },
       (err: unknown) => {
         if (token) this.cache!.finish(hash, token, null, now);

@@ -118,8 +118,8 @@ export class MemoryStore implements Store {
   }
 
   async getAndIncrWindow(key: string, counter: string, ttl: number): Promise<[string | null, number]> {
-    const count = this.count(counter, ttl);
-    return [this.string(key), count];
+    const value = this.string(key);
+    return value === null ? [null, 0] : [value, this.count(counter, ttl)];
   }
 
   async decr(key: string) {

@@ -64,8 +64,9 @@ export interface Store {
    */
   incrWindow(key: string, ttl: number): Promise<number>;
   /**
-   * Reads `key` and counts one use in `counter` (as `incrWindow`) in one atomic step and one round trip
-   * (a Lua script on Redis): `[value or null, count]`. The two keys must share a Redis Cluster hash slot
+   * Reads `key` and, when it exists, counts one use in `counter` (as `incrWindow`), in one atomic step and
+   * one round trip (a Lua script on Redis): `[value, count]`, or `[null, 0]` with nothing counted (so
+   * that unknown keys make no counters). The two keys must share a Redis Cluster hash slot
    * (`hashSlotTag`): the caller gives `counter` the hash tag of `key`.
    */
   getAndIncrWindow(key: string, counter: string, ttl: number): Promise<[string | null, number]>;

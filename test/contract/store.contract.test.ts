@@ -57,7 +57,8 @@ describe.skipIf(!redisUrl)('Redis', () => {
     await (store.client as import('ioredis').Redis).script('FLUSH');
     expect(await store.getAndIncrWindow(`${tag}:rec`, `${tag}:count`, 100)).toEqual(['a record with spaces', 1]);
     await (store.client as import('ioredis').Redis).script('FLUSH');
-    expect(await store.getAndIncrWindow(`${tag}:none`, `${tag}:count`, 100)).toEqual([null, 2]);
+    expect(await store.getAndIncrWindow(`${tag}:none`, `${tag}:count`, 100)).toEqual([null, 0]);
+    expect(await store.getAndIncrWindow(`${tag}:rec`, `${tag}:count`, 100)).toEqual(['a record with spaces', 2]);
     await store.close();
   });
 

@@ -583,6 +583,10 @@ describe.runIf(redisUrl)('two instances on one Redis', () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(extra);
     // counted before the database is asked: one lookup per 401, none per 429
     expect(lookups).toHaveLength(INVALID_PER_IP);
+    // the address's counter, and no counter per unknown key: random keys cannot fill the store
+    const keys = [...(await dumpStore(a, redisUrl)).keys()];
+    expect(keys.filter((k) => k.includes('api-key-rate:'))).toEqual([]);
+    if (redisUrl) expect(keys.filter((k) => k.includes('api-key-invalid:'))).toHaveLength(1);
     const refused = answers.find((r) => r.status === 429)!;
     const body = (await refused.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe('rate_limited');

@@ -131,12 +131,14 @@ export function storeContract(name: string, open: () => Promise<Store>) {
       expect(await store.get(`${p}w:1`)).toBeNull();
     });
 
-    it('getAndIncrWindow reads a key and counts in another of its hash slot, in one step', async () => {
+    it('getAndIncrWindow reads a key and counts in another of its hash slot, in one step; a missing key counts nothing', async () => {
       await ready;
       const record = `${p}rec:{${p}tag}`;
       const counter = `${p}count:{${p}tag}:1`;
-      expect(await store.getAndIncrWindow(record, counter, 100)).toEqual([null, 1]);
+      expect(await store.getAndIncrWindow(record, counter, 100)).toEqual([null, 0]);
+      expect(await store.get(counter)).toBeNull(); // no counter made for a key that is not there
       await store.set(record, 'the record', { ttl: 100 });
+      expect(await store.getAndIncrWindow(record, counter, 100)).toEqual(['the record', 1]);
       expect(await store.getAndIncrWindow(record, counter, 100)).toEqual(['the record', 2]);
       expect(await store.ttl(counter)).toBeGreaterThan(98);
       expect(await store.ttl(record)).toBeGreaterThan(98); // the read leaves the record as it was

@@ -39,7 +39,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { startPrivateMongoServer, type MongoTestServer } from '../test/support/mongo.ts';
-import { baseEnv, cpuSeconds, freePort, npmStartFlags, pinSelf, PROJECT_DIR, sleep, startChild, startRedisServer, waitHealthy, writeDotEnv, type Child } from './lib/procs.ts';
+import { baseEnv, cpuSeconds, freePort, threadCpuSeconds, npmStartFlags, pinSelf, PROJECT_DIR, sleep, startChild, startRedisServer, waitHealthy, writeDotEnv, type Child } from './lib/procs.ts';
 import { LatencyLog, median, percentiles, round, type Percentiles } from './lib/stats.ts';
 
 const { values: opts } = parseArgs({
@@ -304,6 +304,8 @@ interface LoginRun {
   latencyMs: Percentiles;
   /** Server CPU (user + system) from the first login to the last of its deliveries, per login. */
   cpuMsPerLogin: number;
+  /** The same by thread (`main`: the event loop; the others by name and id: libuv's pool hashes the passwords, V8's helpers collect garbage). */
+  cpuMsPerLoginByThread: Record<string, number>;
   /** From the last login's answer to the last `login.succeeded` delivery (two endpoints only). */
   drainMs: number | null;
   /** `login.succeeded` deliveries received / owed (two endpoints only). */
@@ -415,6 +417,7 @@ async function partsOneAndTwo(redisUrl: string, rx: Receiver, sealKey: string, m
       log(`${condition.padEnd(4)} round ${r}: GET /auth/session ${s.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${s.latencyMs.p50.toFixed(2)} ms  p99 ${s.latencyMs.p99.toFixed(2)} ms  CPU ${s.cpuUsPerRequest.toFixed(1)} µs/req  failures ${s.failures}`);
 
       const cpu0 = cpuSeconds(svc.child.pid);
+      const threads0 = threadCpuSeconds(svc.child.pid);
       const burst = await loginBurst(svc, emails);
       const answeredMs = Date.now();
       let drainMs: number | null = null;
@@ -430,6 +433,7 @@ async function partsOneAndTwo(redisUrl: string, rx: Receiver, sealKey: string, m
         delivered = count();
       }
       const cpu1 = cpuSeconds(svc.child.pid);
+      const threads1 = threadCpuSeconds(svc.child.pid);
       const ok = burst.statuses['200'] ?? 0;
       const l: LoginRun = {
         condition,
@@ -442,6 +446,7 @@ async function partsOneAndTwo(redisUrl: string, rx: Receiver, sealKey: string, m
         loginsPerSec: ok / burst.seconds,
         latencyMs: percentiles(Float64Array.from(burst.ms)),
         cpuMsPerLogin: cpu0 !== null && cpu1 !== null && ok > 0 ? ((cpu1 - cpu0) * 1000) / ok : NaN,
+        cpuMsPerLoginByThread: Object.fromEntries(Object.entries(threads1).map(([name, s1]) => [name, ok > 0 ? round(((s1 - (threads0[name] ?? 0)) * 1000) / ok, 2) : NaN])),
         drainMs,
         delivered,
         owed: owedNow,
@@ -450,7 +455,7 @@ async function partsOneAndTwo(redisUrl: string, rx: Receiver, sealKey: string, m
       loginRuns.push(l);
       log(
         `${condition.padEnd(4)} round ${r}: ${ok}/${LOGINS} logins in ${l.seconds.toFixed(2)} s = ${l.loginsPerSec.toFixed(1)}/s  p50 ${l.latencyMs.p50.toFixed(0)} ms  p99 ${l.latencyMs.p99.toFixed(0)} ms  ` +
-          `CPU ${l.cpuMsPerLogin.toFixed(2)} ms/login  retried ${l.retried}${delivered === null ? '' : `  deliveries ${delivered}/${owedNow} (last ${drainMs!.toFixed(0)} ms after the last login)`}  load ${l.load1.toFixed(2)}`,
+          `CPU ${l.cpuMsPerLogin.toFixed(2)} ms/login (${Object.entries(l.cpuMsPerLoginByThread).filter(([, ms]) => ms >= 0.05).map(([n, ms]) => `${n} ${ms}`).join(', ')})  retried ${l.retried}${delivered === null ? '' : `  deliveries ${delivered}/${owedNow} (last ${drainMs!.toFixed(0)} ms after the last login)`}  load ${l.load1.toFixed(2)}`,
       );
       await sleep(500);
     }

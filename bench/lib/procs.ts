@@ -2,7 +2,7 @@
 // exits or is interrupted. Each Node child also preloads die-with-parent.mjs, and redis-server runs
 // under guard.ts, so nothing outlives a bench that was SIGKILLed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -190,6 +190,32 @@ export function cpuSeconds(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU seconds of each thread of `pid` (`/proc/<pid>/task/<tid>/stat`), keyed `main` for the event loop's
+ * thread and `<name>:<tid>` for the others (Node 20 names them all `node`; libuv's pool runs the password
+ * hashes, V8's helpers the garbage collection): where a process's CPU went. {} off Linux.
+ */
+export function threadCpuSeconds(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = tid === String(pid) ? 'main' : `${stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).trim()}:${tid}`;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
 }
 
 /**

@@ -2,6 +2,7 @@ import { hash, verify } from '@node-rs/argon2';
 import { availableParallelism } from 'node:os';
 import * as v from 'valibot';
 import { AppError } from '../http/errors.ts';
+import { HashThreads, HashThreadsFailed, type HashJob } from './hash-threads.ts';
 
 /**
  * argon2id with OWASP's parameters (m=19456 KiB, t=2, p=1). The PHC string records them
@@ -51,30 +52,46 @@ const MAX_CONCURRENT = Math.max(1, availableParallelism() - 1);
 const MAX_WAITING = 16 * MAX_CONCURRENT;
 let running = 0;
 const waiting: (() => void)[] = [];
+/** Where checks go once they queue (hash-threads.ts: the next starts without waiting for the event loop). */
+const threads = new HashThreads(MAX_CONCURRENT, PARAMS);
 
-async function limited<T>(work: () => Promise<T>): Promise<T> {
-  if (running >= MAX_CONCURRENT) {
-    if (waiting.length >= MAX_WAITING) {
-      throw new AppError(429, 'too_many_requests', 'The server is checking too many passwords at once; try again in a second', undefined, { 'Retry-After': '1' });
+function busy(): AppError {
+  return new AppError(429, 'too_many_requests', 'The server is checking too many passwords at once; try again in a second', undefined, { 'Retry-After': '1' });
+}
+
+/**
+ * One check: on libuv's pool while a slot is free, on the hashing threads once checks queue (and while
+ * they run, so that they stay one queue), on libuv's pool again, with waiting, if the threads failed.
+ */
+async function check(job: HashJob): Promise<string | boolean> {
+  if (threads.usable && (threads.started || running >= MAX_CONCURRENT)) {
+    if (threads.outstanding + running >= MAX_CONCURRENT + MAX_WAITING) throw busy();
+    try {
+      return await threads.run(job);
+    } catch (err) {
+      if (!(err instanceof HashThreadsFailed)) throw err;
     }
+  }
+  if (running >= MAX_CONCURRENT) {
+    if (waiting.length >= MAX_WAITING) throw busy();
     await new Promise<void>((resolve) => waiting.push(resolve));
   }
   running++;
   try {
-    return await work();
+    return await (job.op === 'hash' ? hash(job.password, PARAMS) : verify(job.stored, job.password));
   } finally {
     running--;
     waiting.shift()?.();
   }
 }
 
-export function hashPassword(password: string): Promise<string> {
-  return limited(() => hash(password, PARAMS));
+export async function hashPassword(password: string): Promise<string> {
+  return (await check({ op: 'hash', password })) as string;
 }
 
 export async function verifyPassword(stored: string, password: string): Promise<boolean> {
   try {
-    return await limited(() => verify(stored, password));
+    return (await check({ op: 'verify', stored, password })) === true;
   } catch (err) {
     if (err instanceof AppError) throw err; // busy: 429
     return false; // a malformed stored hash never logs anybody in

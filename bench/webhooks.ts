@@ -306,6 +306,9 @@ interface LoginRun {
   cpuMsPerLogin: number;
   /** The same by thread (`main`: the event loop; the others by name and id: libuv's pool hashes the passwords, V8's helpers collect garbage). */
   cpuMsPerLoginByThread: Record<string, number>;
+  /** The rest of the machine's CPU per login, over the same span: this process (the logins' client, the receiver) and redis-server. */
+  benchCpuMsPerLogin: number;
+  redisCpuMsPerLogin: number;
   /** From the last login's answer to the last `login.succeeded` delivery (two endpoints only). */
   drainMs: number | null;
   /** `login.succeeded` deliveries received / owed (two endpoints only). */
@@ -364,7 +367,20 @@ async function loginBurst(svc: Svc, emails: string[]): Promise<{ ms: number[]; s
   return { ms, statuses, retried, seconds: (performance.now() - t0) / 1000 };
 }
 
-async function partsOneAndTwo(redisUrl: string, rx: Receiver, sealKey: string, meta: Record<string, unknown>) {
+/** redis-server's CPU seconds (user + system), from its own `INFO cpu`. */
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = (await redis.info('cpu')) as string;
+  const field = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? NaN);
+  return field('used_cpu_user') + field('used_cpu_sys');
+}
+
+/** This process's CPU seconds: the logins' client and the receiver (signature checks included). */
+function ownCpuSeconds(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+}
+
+async function partsOneAndTwo(redis: Redis, redisUrl: string, rx: Receiver, sealKey: string, meta: Record<string, unknown>) {
   log('parts 1 and 2: one svc (embedded database), GET /auth/session and logins, no endpoint against two');
   const svc = await startSvc('svc', { CACHE_URL: redisUrl, SVC_SECRET_ENCRYPTION_KEY: sealKey }, PINNED ? SERVER_CPUS : undefined);
   try {
@@ -418,6 +434,7 @@ async function partsOneAndTwo(redisUrl: string, rx: Receiver, sealKey: string, m
 
       const cpu0 = cpuSeconds(svc.child.pid);
       const threads0 = threadCpuSeconds(svc.child.pid);
+      const [bench0, redis0] = [ownCpuSeconds(), await redisCpuSeconds(redis)];
       const burst = await loginBurst(svc, emails);
       const answeredMs = Date.now();
       let drainMs: number | null = null;
@@ -434,6 +451,7 @@ async function partsOneAndTwo(redisUrl: string, rx: Receiver, sealKey: string, m
       }
       const cpu1 = cpuSeconds(svc.child.pid);
       const threads1 = threadCpuSeconds(svc.child.pid);
+      const [bench1, redis1] = [ownCpuSeconds(), await redisCpuSeconds(redis)];
       const ok = burst.statuses['200'] ?? 0;
       const l: LoginRun = {
         condition,
@@ -446,6 +464,8 @@ async function partsOneAndTwo(redisUrl: string, rx: Receiver, sealKey: string, m
         loginsPerSec: ok / burst.seconds,
         latencyMs: percentiles(Float64Array.from(burst.ms)),
         cpuMsPerLogin: cpu0 !== null && cpu1 !== null && ok > 0 ? ((cpu1 - cpu0) * 1000) / ok : NaN,
+        benchCpuMsPerLogin: ok > 0 ? ((bench1 - bench0) * 1000) / ok : NaN,
+        redisCpuMsPerLogin: ok > 0 ? ((redis1 - redis0) * 1000) / ok : NaN,
         cpuMsPerLoginByThread: Object.fromEntries(Object.entries(threads1).map(([name, s1]) => [name, ok > 0 ? round(((s1 - (threads0[name] ?? 0)) * 1000) / ok, 2) : NaN])),
         drainMs,
         delivered,
@@ -455,7 +475,7 @@ async function partsOneAndTwo(redisUrl: string, rx: Receiver, sealKey: string, m
       loginRuns.push(l);
       log(
         `${condition.padEnd(4)} round ${r}: ${ok}/${LOGINS} logins in ${l.seconds.toFixed(2)} s = ${l.loginsPerSec.toFixed(1)}/s  p50 ${l.latencyMs.p50.toFixed(0)} ms  p99 ${l.latencyMs.p99.toFixed(0)} ms  ` +
-          `CPU ${l.cpuMsPerLogin.toFixed(2)} ms/login (${Object.entries(l.cpuMsPerLoginByThread).filter(([, ms]) => ms >= 0.05).map(([n, ms]) => `${n} ${ms}`).join(', ')})  retried ${l.retried}${delivered === null ? '' : `  deliveries ${delivered}/${owedNow} (last ${drainMs!.toFixed(0)} ms after the last login)`}  load ${l.load1.toFixed(2)}`,
+          `CPU ${l.cpuMsPerLogin.toFixed(2)} ms/login, bench ${l.benchCpuMsPerLogin.toFixed(2)}, redis ${l.redisCpuMsPerLogin.toFixed(2)} (svc: ${Object.entries(l.cpuMsPerLoginByThread).filter(([, ms]) => ms >= 0.05).map(([n, ms]) => `${n} ${ms}`).join(', ')})  retried ${l.retried}${delivered === null ? '' : `  deliveries ${delivered}/${owedNow} (last ${drainMs!.toFixed(0)} ms after the last login)`}  load ${l.load1.toFixed(2)}`,
       );
       await sleep(500);
     }
@@ -669,6 +689,9 @@ function comparisons(sessionRuns: SessionRun[], loginRuns: LoginRun[]): Row[] {
     row('`POST /auth/login` p99 ms', loginRuns, (r) => r.latencyMs.p99, '<= 1.05', (x) => x <= 1.05, 0),
     row('`POST /auth/login` p50 ms', loginRuns, (r) => r.latencyMs.p50, '', null, 0),
     row('server CPU ms per login, until its deliveries were made', loginRuns, (r) => r.cpuMsPerLogin, '', null, 2),
+    row('- of it svc\'s event loop (main thread)', loginRuns, (r) => r.cpuMsPerLoginByThread.main ?? NaN, '', null, 2),
+    row('the bench process\'s CPU ms per login (logins\' client, receiver)', loginRuns, (r) => r.benchCpuMsPerLogin, '', null, 2),
+    row('redis-server\'s CPU ms per login', loginRuns, (r) => r.redisCpuMsPerLogin, '', null, 2),
   ];
 }
 
@@ -770,7 +793,7 @@ async function main() {
   const sealKey = randomBytes(32).toString('base64');
   let exitCode = 0;
   try {
-    const partA = await partsOneAndTwo(redisUrl, rx, sealKey, meta);
+    const partA = await partsOneAndTwo(redis, redisUrl, rx, sealKey, meta);
     let delivery: DeliveryResult | null = null;
     let deliveryError: string | null = null;
     try {

@@ -58,7 +58,7 @@ class HashThread {
       else p.reject(new Error(String(m.value)));
       if (!this.pending.size) this.idle = setTimeout(() => this.stop(), this.idleMs).unref();
     });
-    worker.on('error', (err) => this.die(err));
+    worker.on('error', (err: unknown) => this.die(err instanceof Error ? err : new Error(String(err))));
     worker.on('exit', (code) => this.die(new Error(`the hashing thread exited with code ${code}`)));
   }
 

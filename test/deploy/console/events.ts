@@ -5,7 +5,7 @@
 // delivered under the webhook-id the receiver got; a failed delivery sent again with Resend (keyboard),
 // delivered under the same webhook-id.
 
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../../support/webhook-receiver.ts';
@@ -15,6 +15,18 @@ import { expectHeading, mainButton, poll, type ConsoleSuite } from './harness.ts
 const auditTypes = (page: Page) => page.locator('main table tbody tr td:nth-child(1) > div > code').allTextContents();
 
 /** The console's events page tests (registered inside console-browser.test.ts's describe block). */
+/**
+ * "Send test event" on an endpoint's row, until the action has ended: it reads the list again and draws a
+ * new table, and a click on the endpoint's link while that happens (pressed on the old table, released on
+ * the new) is no click at all (CI, 2026-12-03: the page stayed on the list). The old button is
+ * aria-disabled until then; the new one never is.
+ */
+async function sendTestEvent(row: Locator, url: string): Promise<void> {
+  const button = row.getByRole('button', { name: `Send test event to ${url}` });
+  await button.click();
+  await poll(async () => (await button.count()) === 1 && (await button.getAttribute('aria-disabled')) === null).toBe(true);
+}
+
 export function eventsTests(s: ConsoleSuite): void {
   let receiver: Receiver;
   beforeAll(async () => {
@@ -136,7 +148,7 @@ export function eventsTests(s: ConsoleSuite): void {
     await s.expectAccessible(page, 'the webhooks page with a secret shown');
     await s.shots.take(page, 'webhooks-secret-once');
 
-    await row.getByRole('button', { name: `Send test event to ${url}` }).click();
+    await sendTestEvent(row, url);
     const [got] = await receiver.waitFor(1, { path: '/console-hook' });
     // What the page showed once is the key the receiver verifies the delivery with.
     const payload = new Webhook(secret).verify(got!.body, got!.headers as Record<string, string>) as { type: string };
@@ -190,7 +202,7 @@ export function eventsTests(s: ConsoleSuite): void {
     await s.afterStepUp(page, shown);
     receiver.secrets.set('/console-resend', (await shown.locator('code').textContent()) ?? '');
     const row = page.getByRole('table', { name: 'Webhook endpoints' }).locator('tr', { hasText: url });
-    await row.getByRole('button', { name: `Send test event to ${url}` }).click();
+    await sendTestEvent(row, url);
     const [first] = await receiver.waitFor(1, { path: '/console-resend' });
     const webhookId = String(first!.headers['webhook-id']);
 

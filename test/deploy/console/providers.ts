@@ -86,7 +86,8 @@ export function providersTests(s: ConsoleSuite): void {
     await s.open(page, 'Sign-in providers');
     const main = page.locator('main');
     const picker = page.getByLabel('Provider or template');
-    expect(await picker.locator('optgroup[label="Custom OAuth2 (from the app)"] option').allTextContents()).toEqual(['Acme SSO']);
+    // The page draws the picker before the templates are read (a 1-in-5 failure when asked at once).
+    await poll(() => picker.locator('optgroup[label="Custom OAuth2 (from the app)"] option').allTextContents()).toEqual(['Acme SSO']);
     await picker.selectOption('acme-sso');
     await main.getByRole('button', { name: 'Continue' }).click();
     await expectHeading(page, 'Add Acme SSO');

@@ -13,7 +13,7 @@
  * any environment) or run scripts under another uid.
  */
 import { spawn } from 'node:child_process';
-import { readSync } from 'node:fs';
+import { createReadStream, readSync } from 'node:fs';
 import { Socket } from 'node:net';
 
 /** Set in the worker's environment: the fd the secrets arrive on (its name is no secret). */
@@ -94,8 +94,11 @@ function receive(fd: number): void {
   // The pipe ends when the first process goes (a SIGKILL, a crash): the service ends with it, as that
   // process would have (no graceful stop: a SIGKILL means now, and a crash test expects a crash), and
   // `exit` handlers still end every script (plugin-cli-connector's runner), so nothing serves on as an orphan.
-  const pipe = new Socket({ fd, readable: true, writable: false });
-  pipe.unref();
+  // Bun's net.Socket never sees the end of a pipe handed over as an fd (Bun 1.4: the orphaned worker
+  // served on); a file stream there does, read without blocking. Not on Node: its file streams read in
+  // libuv's pool, and a pipe's read would hold one of its four threads for good.
+  const pipe = process.versions.bun ? createReadStream('', { fd }) : new Socket({ fd, readable: true, writable: false });
+  if (pipe instanceof Socket) pipe.unref();
   pipe.on('data', () => {});
   pipe.once('close', () => {
     process.stderr.write('svc: the process that started this worker is gone: exiting now\n');

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
-import { freePort, PROJECT_DIR, startReadySvc, stopAll, tempDir } from '../support/spawn.ts';
+import { freePort, PROJECT_DIR, startReadySvc, stopAll, svcCommand, tempDir } from '../support/spawn.ts';
 
 const PREFIX = '/plugin/svc/plugin-cli-connector';
 const FIXTURES = path.join(PROJECT_DIR, 'test/fixtures/cli');
@@ -794,7 +794,8 @@ describe('the service process (a real svc, started as `npm start` does)', () => 
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const env = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', PORT: String(port), SVC_APP_PATH: appRoot, SVC_DATA_DIR: tempDir('svc-data-'), LOG_LEVEL: 'warn', SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password };
-    const started = spawn(NODE, ['--conditions=svc-source', '--import', 'tsx', path.join(PROJECT_DIR, 'src/server.ts')], { cwd: PROJECT_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const [command, args] = svcCommand({ preload: false });
+    const started = spawn(command, args, { cwd: PROJECT_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     started.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     started.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));

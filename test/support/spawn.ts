@@ -25,13 +25,16 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 export const RUNTIME = (process.env.SVC_TEST_RUNTIME || 'node') as 'node' | 'bun' | 'deno';
 if (!['node', 'bun', 'deno'].includes(RUNTIME)) throw new Error(`SVC_TEST_RUNTIME=${RUNTIME}: expected node, bun or deno`);
 
-/** The command that starts svc's sources on `RUNTIME` (its door, src/server*.ts), with die-with-parent.ts preloaded. */
-function svcCommand(): [string, string[]] {
+/**
+ * The command that starts svc's sources on `RUNTIME` (its door, src/server*.ts), with die-with-parent.ts
+ * preloaded unless `preload` is false (a test about what happens to an orphaned svc).
+ */
+export function svcCommand({ preload = true } = {}): [string, string[]] {
   const dieWithParent = fileURLToPath(DIE_WITH_PARENT);
   const door = (name: string) => path.join(PROJECT_DIR, `src/server-${name}.ts`);
-  if (RUNTIME === 'bun') return ['bun', ['--conditions=svc-source', '--preload', dieWithParent, door('bun')]];
-  if (RUNTIME === 'deno') return ['deno', ['run', '--allow-all', '--conditions=svc-source', '--preload', dieWithParent, door('deno')]];
-  return [process.execPath, ['--conditions=svc-source', '--import', 'tsx', '--import', DIE_WITH_PARENT, SERVER]];
+  if (RUNTIME === 'bun') return ['bun', ['--conditions=svc-source', ...(preload ? ['--preload', dieWithParent] : []), door('bun')]];
+  if (RUNTIME === 'deno') return ['deno', ['run', '--allow-all', '--conditions=svc-source', ...(preload ? ['--preload', dieWithParent] : []), door('deno')]];
+  return [process.execPath, ['--conditions=svc-source', '--import', 'tsx', ...(preload ? ['--import', DIE_WITH_PARENT] : []), SERVER]];
 }
 
 /** A port nothing listens on right now (the OS picks it; it is released before returning). */

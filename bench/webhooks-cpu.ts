@@ -2,7 +2,7 @@
 // profile of each svc): what one webhook delivery costs svc's CPU, without the noise of password hashing
 // (issue 54). For each checkout given (e.g. two `git archive` copies, before and after a change), one svc
 // as `npm start` runs it (built in that directory), on CPU 0, embedded database, a private Redis (the
-// BullMQ queue); this process (the load and a loopback receiver answering 204) on CPU 1. N `PATCH
+// delivery queue); this process (the load and a loopback receiver answering 204) on CPU 1. N `PATCH
 // /auth/users/:id` (a `user.updated` each) over 8 connections per round, ABBA rounds of no endpoint
 // against two endpoints subscribed to `user.*` (a round with endpoints ends when all 2N deliveries
 // arrived). Prints server CPU ms per event of each round, the medians, and (two - none) / 2: the CPU per

@@ -734,7 +734,7 @@ function report(meta: Record<string, unknown>, rows: Row[], sessionRuns: Session
   if (cpu) lines.push(`Server CPU per delivery, (two - none) / 2 of the medians above: ${fmt((cpu.two - cpu.none) / 2)} ms.`, '');
   if (d) {
     lines.push(
-      `**Part 3, delivery throughput**: two instances (svc-a, svc-b) on the same Redis (BullMQ) and database (${d.database}), two endpoints subscribed to every type; ` +
+      `**Part 3, delivery throughput**: two instances (svc-a, svc-b) on the same Redis (the queue's stream) and database (${d.database}), two endpoints subscribed to every type; ` +
         `${d.events} events (\`PATCH /auth/users/:id\`, each a \`user.updated\` record, to both endpoints) sent over ${EVENT_CONNECTIONS} connections to the two instances in turn.`,
       '',
     );

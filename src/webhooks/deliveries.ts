@@ -39,7 +39,7 @@ export interface DeliveryDoc {
    */
   event?: WebhookEvent;
   /**
-   * The queue's job id of the delivery's last resend (`<eventId>.resend.<uuid>`): BullMQ keeps a finished
+   * The queue's job id of the delivery's last resend (`<eventId>.resend.<uuid>`): the queue remembers a
    * job's id for a day and ignores a new job with it, so a resend is a job of its own id.
    */
   resendJob?: string;

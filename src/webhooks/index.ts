@@ -2,7 +2,7 @@
  * Signed webhooks (CONTRACT 13, docs/events.md): each audit record whose type active endpoints
  * subscribe to is queued once for them (one job per event), by the instance that wrote the record, and
  * delivered off the request path (the request waits for the queueing only) by one instance of the
- * cluster: a BullMQ worker on Redis, or this process's own timers with the embedded store. Each attempt
+ * cluster: a Redis stream's consumer group, or this process's own timers with the embedded store. Each attempt
  * is written to the endpoint's delivery records, which the deliveries route lists and `svc doctor` reads.
  */
 import type { AuditActor, AuditRecord } from '../audit/record.ts';
@@ -36,7 +36,7 @@ const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 export interface WebhooksDeps {
   config: Config;
   db: Database;
-  /** The store of the `sessions` role: Redis (BullMQ) or the embedded one (in process). */
+  /** The store of the `sessions` role: Redis (a stream) or the embedded one (in process). */
   store: Store;
   logger: Logger;
   audit: AuditLog;
@@ -149,7 +149,7 @@ export class Webhooks {
   /**
    * Queues the event for `webhookIds`. On Redis the job is all: the delivery records are written at
    * the first attempt (a record written first cost the request a database write per endpoint, for a
-   * job BullMQ keeps anyway). In process (embedded store), the records are written first: they are what
+   * job's entry in Redis anyway). In process (embedded store), the records are written first: they are what
    * a restart queues again. A failure is logged (`webhook_enqueue_failed`), never the action's: the
    * deliveries are then recorded as owed, and queued again at the next start.
    */
@@ -184,7 +184,7 @@ export class Webhooks {
     for (const doc of owed) {
       if (!doc.event) continue;
       const due = doc.nextAttemptAt ? Date.parse(doc.nextAttemptAt) - now : 0;
-      // A resend is its own job, of its own id (the event's first job may still be kept by BullMQ).
+      // A resend is its own job, of its own id (the event's first job id is remembered by the queue for a day).
       const key = doc.resendJob ?? doc.eventId;
       const queued = jobs.get(key);
       if (queued) {

@@ -18,7 +18,7 @@ export interface DeliveryJob {
   test?: boolean;
   /**
    * A resend's own job id (`<eventId>.resend.<uuid>`): the event's id is taken by its first job, which
-   * BullMQ keeps for a day once finished (a new job with that id would be ignored). `webhook-id` stays
+   * the queue remembers for a day (a new job with that id would be ignored). `webhook-id` stays
    * the event id.
    */
   jobKey?: string;
@@ -38,7 +38,7 @@ export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'dropped' | 'abo
 export type AttemptRunner = (job: DeliveryJob, attempt: number, signal?: AbortSignal) => Promise<AttemptOutcome>;
 
 /**
- * Where deliveries wait and who makes them: BullMQ on Redis (`redis-queue.ts`), or the process
+ * Where deliveries wait and who makes them: a stream's consumer group on Redis (`redis-queue.ts`), or the process
  * itself with the embedded store (`memory-queue.ts`), durable through the delivery records. Either
  * retries on the same schedule: retry n comes `retryDelayMs(n)` after attempt n.
  */

@@ -1,5 +1,5 @@
-// Webhooks on a real Redis Cluster (3 masters + 3 replicas, test/cluster/support/topology.ts): BullMQ's
-// scripts touch several keys of the queue at once, which a Cluster allows only within one slot, so the
+// Webhooks on a real Redis Cluster (3 masters + 3 replicas, test/cluster/support/topology.ts): the
+// queue's scripts touch several keys of it at once, which a Cluster allows only within one slot, so the
 // queue's prefix carries a hash tag. Two svc instances sharing the Cluster and one database deliver
 // each event exactly once (webhook-ids counted at a loopback receiver) and retry with the same id.
 

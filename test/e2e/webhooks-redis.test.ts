@@ -1,4 +1,4 @@
-// Webhooks on a real Redis (BullMQ, CONTRACT 13 "once per cluster"): two instances sharing one Redis
+// Webhooks on a real Redis (a stream read by a consumer group, CONTRACT 13 "once per cluster"): two instances sharing one Redis
 // and one database deliver each event exactly once (counted by webhook-id at a loopback receiver),
 // retry across instances with the same id, keep every queue key in one Redis Cluster slot (hash tag),
 // and a delivery owed by an instance killed with SIGKILL is made later, once, by another instance.
@@ -129,7 +129,7 @@ describe.skipIf(!redisUrl)('two instances on one Redis', () => {
     }
   });
 
-  it('a failed delivery sent again (resend) is a job of its own id, made once, with the same webhook-id (the first job is kept by BullMQ)', async () => {
+  it('a failed delivery sent again (resend) is a job of its own id, made once, with the same webhook-id (the first job id is remembered for a day)', async () => {
     const hook = await endpoint(adminOne, ['login.failed']);
     rx.plan(hook.path, { status: 500 }, { status: 500 }, { status: 500 });
     rx.fallbacks.set(hook.path, { status: 204 });
@@ -158,14 +158,16 @@ describe.skipIf(!redisUrl)('two instances on one Redis', () => {
       const queueKeys = keys.filter((k) => k.includes('webhooks'));
       expect(queueKeys.length).toBeGreaterThan(3);
       for (const key of queueKeys) {
-        expect(key.startsWith(`${keyPrefix}{svc-webhooks}:webhooks:`), key).toBe(true);
+        expect(key.startsWith(`${keyPrefix}{svc-webhooks}:queue:`), key).toBe(true);
         expect(hashTag(key)).toBe('svc-webhooks');
       }
       // Never the secret, never a body other than the audit record's: the jobs hold ids and the event.
       const secrets = [...rx.secrets.values()].map((s) => s.slice(6));
       for (const key of queueKeys) {
         const type = await client.type(key);
-        const dump = type === 'hash' ? JSON.stringify(await client.hgetall(key)) : type === 'string' ? ((await client.get(key)) ?? '') : '';
+        const dump =
+          type === 'stream' ? JSON.stringify(await client.xrange(key, '-', '+')) : type === 'zset' ? JSON.stringify(await client.zrange(key, '0', '-1')) : type === 'string' ? ((await client.get(key)) ?? '') : `<${type}>`;
+        expect(['stream', 'zset', 'string'], key).toContain(type);
         for (const s of secrets) expect(dump).not.toContain(s);
       }
     } finally {

@@ -1,8 +1,8 @@
 // Webhooks owed when svc dies are still made (CONTRACT 13):
 // - embedded store and database (no Redis): the delivery records are the queue; a delivery owed when
 //   svc is killed (SIGKILL) is made after the restart, with the same webhook-id;
-// - Redis: an instance killed in the middle of an attempt (the receiver hangs) leaves its job locked;
-//   BullMQ finds it stalled and the instance that is left makes it.
+// - Redis: an instance killed in the middle of an attempt (the receiver hangs) leaves its job pending
+//   in the consumer group; once idle, the instance that is left claims it and makes it.
 
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';

@@ -89,7 +89,7 @@ export const indexKey = (t: TestApp, userId: string) => `${t.keyPrefix}user-sess
 /**
  * Every key (and its string/set contents) under the app's prefix, read straight from the backing
  * store: a plain ioredis client for Redis, the embedded store's own map otherwise. The webhook queue's keys
- * (BullMQ's, under `<prefix>{svc-webhooks}:`) are left out.
+ * (under `<prefix>{svc-webhooks}:`) are left out.
  */
 export async function dumpStore(t: TestApp, redisUrl: string | undefined): Promise<Map<string, string>> {
   const out = new Map<string, string>();
@@ -102,7 +102,7 @@ export async function dumpStore(t: TestApp, redisUrl: string | undefined): Promi
         const [next, keys] = await r.scan(cursor, 'MATCH', `${t.keyPrefix}*`, 'COUNT', 500);
         cursor = next;
         for (const k of keys) {
-          // The webhook queue's keys (BullMQ's own structures; webhooks-redis.test.ts checks what they hold).
+          // The webhook queue's keys (a stream and a sorted set; webhooks-redis.test.ts checks what they hold).
           if (k.startsWith(`${t.keyPrefix}{svc-webhooks}:`)) continue;
           const type = await r.type(k);
           out.set(k, type === 'set' ? JSON.stringify(await r.smembers(k)) : type === 'string' ? ((await r.get(k)) ?? '') : `<${type}>`);

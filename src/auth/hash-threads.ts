@@ -46,7 +46,8 @@ class HashThread {
   constructor(
     private readonly worker: Worker,
     private readonly idleMs: number,
-    private readonly onDead: (thread: HashThread, err: Error) => void,
+    /** `err` when the thread failed; none when it stopped, idle. */
+    private readonly onDead: (thread: HashThread, err?: Error) => void,
   ) {
     worker.unref();
     this.idle = setTimeout(() => this.stop(), idleMs).unref();
@@ -72,7 +73,7 @@ class HashThread {
   private stop(): void {
     if (this.pending.size) return;
     this.stopped = true;
-    this.onDead(this, new Error('idle'));
+    this.onDead(this);
     void this.worker.terminate();
   }
 
@@ -123,9 +124,9 @@ export class HashThreads {
 
   private start(): void {
     const argon2 = createRequire(import.meta.url).resolve('@node-rs/argon2');
-    const onDead = (thread: HashThread, err: Error) => {
+    const onDead = (thread: HashThread, err?: Error) => {
       this.threads = this.threads.filter((t) => t !== thread);
-      if (err.message === 'idle' || !this.usable) return;
+      if (!err || !this.usable) return;
       this.usable = false;
       process.emitWarning(`the password hashing threads failed (${err.message}): passwords are hashed on libuv's pool from now on`, { code: 'SVC_HASH_THREADS' });
     };

@@ -23,9 +23,22 @@ const job = (eventId: string): DeliveryJob => ({
 
 describe.skipIf(!redisUrl)('the webhook queue on Redis, two instances', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
+  const prefixes: string[] = [];
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
+    // The queue's keys go with the test (the stream and its group stay in Redis otherwise).
+    const redis = new Redis(redisUrl!);
+    for (const prefix of prefixes.splice(0)) {
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length) await redis.del(...keys);
+    }
+    redis.disconnect();
   });
+  const newPrefix = () => {
+    const prefix = `svctest:${randomUUID().slice(0, 8)}:`;
+    prefixes.push(prefix);
+    return prefix;
+  };
 
   async function instance(keyPrefix: string, run: (job: DeliveryJob, attempt: number) => Promise<AttemptOutcome>) {
     const store = new RedisStore({ url: redisUrl!, name: 'cache' });
@@ -42,7 +55,7 @@ describe.skipIf(!redisUrl)('the webhook queue on Redis, two instances', () => {
   }
 
   it('400 jobs added from both at once, each also added twice: each runs exactly once, on either', async () => {
-    const prefix = `svctest:${randomUUID().slice(0, 8)}:`;
+    const prefix = newPrefix();
     const runs = new Map<string, number>();
     const by = { one: 0, two: 0 };
     const runner = (name: 'one' | 'two') => async (j: DeliveryJob) => {
@@ -74,7 +87,7 @@ describe.skipIf(!redisUrl)('the webhook queue on Redis, two instances', () => {
   });
 
   it('a retry put off by an instance that is gone is made by the other, with its attempt number', async () => {
-    const prefix = `svctest:${randomUUID().slice(0, 8)}:`;
+    const prefix = newPrefix();
     const attempts: [string, number][] = [];
     const one = await instance(prefix, async (_j, attempt) => {
       attempts.push(['one', attempt]);
@@ -97,7 +110,7 @@ describe.skipIf(!redisUrl)('the webhook queue on Redis, two instances', () => {
   });
 
   it('waiting lists a job under way and a job put off, each with when it is due; both instances see them', async () => {
-    const prefix = `svctest:${randomUUID().slice(0, 8)}:`;
+    const prefix = newPrefix();
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     const one = await instance(prefix, async () => {
@@ -123,7 +136,7 @@ describe.skipIf(!redisUrl)('the webhook queue on Redis, two instances', () => {
   });
 
   it('an instance closed while a job is under way lets it finish, then leaves the group', async () => {
-    const prefix = `svctest:${randomUUID().slice(0, 8)}:`;
+    const prefix = newPrefix();
     const redis = new Redis(redisUrl!);
     cleanups.push(async () => redis.disconnect());
     const stream = `${prefix}{svc-webhooks}:queue:jobs`;

@@ -300,7 +300,15 @@ async function webhookCheck(config: Config, add: Add): Promise<void> {
       db = new EmbeddedDatabase(config.env.dataDir);
     }
   } catch (err) {
-    add('webhooks', 'ok', `not checked: ${(err as Error).message.replace(/\/\/[^@/]*@/g, '//***@')}`);
+    // Not an error of the deployment, but a check that did not run: say so, and how to run it.
+    add(
+      'webhooks',
+      'warn',
+      `not checked: ${(err as Error).message.replace(/\/\/[^@/]*@/g, '//***@')}`,
+      config.env.mongodbUrl
+        ? 'make MONGODB_URL reachable from here and run svc doctor again'
+        : 'the embedded database is one process\'s at a time: run svc doctor while svc is stopped, or read GET /auth/webhooks/<id>/deliveries',
+    );
     return;
   }
   try {

@@ -6,12 +6,13 @@ import { defineRoute } from '../../src/http/route.ts';
 import { intQuery } from '../../src/http/schemas.ts';
 import type { ServerInstance } from '../../src/instance.ts';
 
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 /** ISO 8601 with a date and a time (a zone or UTC assumed), normalised to the stored form. */
 const isoDate = v.pipe(
   v.string(),
   v.maxLength(40),
-  v.regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/, 'must be an ISO 8601 date or date-time'),
-  v.check((s) => !Number.isNaN(Date.parse(s)), 'must be a real date'),
+  // One check, so that one bad value gets one message.
+  v.check((s) => ISO_DATE.test(s) && !Number.isNaN(Date.parse(s)), 'must be an ISO 8601 date or date-time, e.g. 2026-11-30 or 2026-11-30T09:00:00Z'),
   v.transform((s) => new Date(s).toISOString()),
 );
 
@@ -28,7 +29,7 @@ async function page(audit: AuditLog, query: Omit<AuditQuery, 'after'> & { cursor
   let after: string | undefined;
   if (given !== undefined) {
     after = (await audit.cursorId(given)) ?? undefined;
-    if (after === undefined) throw validationFailed([{ path: 'cursor', message: 'is not a cursor of this log (it may have expired)' }]);
+    if (after === undefined) throw validationFailed([{ path: 'cursor', message: 'is not a cursor of this log (it may have expired)' }], 'The cursor is not one this log handed out: start again without it');
   }
   return audit.query({ ...rest, ...(after !== undefined ? { after } : {}) });
 }

@@ -36,8 +36,8 @@ export const intQuery = (fallback: number, min: number, max: number) =>
     v.optional(v.string(), String(fallback)),
     v.regex(/^\d{1,9}$/, 'must be a whole number'),
     v.transform(Number),
-    v.minValue(min),
-    v.maxValue(max),
+    v.minValue(min, `must be from ${min} to ${max}`),
+    v.maxValue(max, `must be from ${min} to ${max}`),
   );
 
 /** An id path segment. */

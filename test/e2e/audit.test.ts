@@ -315,6 +315,9 @@ describe('GET /auth/audit and /auth/account/activity', () => {
     const body = (await res.json()) as { error: { code: string; details?: { path: string }[] } };
     expect(body.error.code).toBe('validation_failed');
     expect(JSON.stringify(body.error.details ?? [])).toContain(field);
+    // One plain sentence for the one bad value: not two, and not valibot's own wording.
+    expect(body.error.details).toHaveLength(1);
+    expect(JSON.stringify(body.error.details)).not.toMatch(/Invalid|Expected|received/);
   });
 });
 

@@ -65,11 +65,13 @@ describe('svc doctor: webhooks', () => {
     const env = { SVC_APP_PATH: root, SVC_DATA_DIR: dataDir };
 
     await db.close();
-    // While a running svc (another live process: here the test runner's parent) holds the database, doctor leaves it alone.
+    // While a running svc (another live process: here the test runner's parent) holds the database, doctor leaves it alone and says so.
     writeFileSync(path.join(dataDir, 'LOCK'), String(process.ppid));
     const locked = await webhookCheck(env);
-    expect(locked?.verdict).toBe('ok');
+    // A check that did not run is a warning with the way to run it, not an "ok" (the exit code stays 0).
+    expect(locked?.verdict).toBe('warn');
     expect(locked!.detail).toMatch(/^not checked: .*in use by process/);
+    expect(locked!.fix).toMatch(/while svc is stopped/);
     rmSync(path.join(dataDir, 'LOCK'));
 
     const check = await webhookCheck(env);

@@ -9,6 +9,7 @@ import type { ServerInstance } from '../../src/instance.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
 import { appWithPlugins, buildInstance } from '../../src/service.ts';
 import { Stores } from '../../src/store/index.ts';
+import { RedisStore } from '../../src/store/redis.ts';
 import { fetchWithCookies } from './cookie-jar.ts';
 
 export interface TestAppOptions {
@@ -99,8 +100,23 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
       await instance.runCloseCallbacks();
       await instance.realtime.close();
       await instance.auth.close();
+      await dropEmptyWebhookQueue(stores, keyPrefix);
       await stores.close();
       await db.close();
     },
   };
+}
+
+/**
+ * Every app on Redis makes its webhook queue's stream (the consumer group needs one), and those keys
+ * have no TTL: a test app's queue with nothing left in it goes when the app closes, so that test runs
+ * leave no keys behind on a shared Redis. A queue still holding jobs stays (another instance may owe them);
+ * an instance still reading an emptied one makes its group again (NOGROUP).
+ */
+async function dropEmptyWebhookQueue(stores: Stores, keyPrefix: string): Promise<void> {
+  const store = stores.forRole('sessions');
+  if (!(store instanceof RedisStore) || !keyPrefix.startsWith('svctest:')) return;
+  const base = `${keyPrefix}{svc-webhooks}:queue:`;
+  const script = "if redis.call('XLEN', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[2]) == 0 then return redis.call('DEL', KEYS[1], KEYS[2]) end return 0";
+  await store.client.eval(script, 2, `${base}jobs`, `${base}later`).catch(() => {});
 }

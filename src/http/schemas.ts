@@ -31,14 +31,10 @@ export const nameSchema = v.pipe(
 );
 
 /** An integer query parameter with a default and bounds (query values arrive as strings). */
-export const intQuery = (fallback: number, min: number, max: number) =>
-  v.pipe(
-    v.optional(v.string(), String(fallback)),
-    v.regex(/^\d{1,9}$/, 'must be a whole number'),
-    v.transform(Number),
-    v.minValue(min, `must be from ${min} to ${max}`),
-    v.maxValue(max, `must be from ${min} to ${max}`),
-  );
+export const intQuery = (fallback: number, min: number, max: number) => {
+  const range = `must be from ${min} to ${max}`;
+  return v.pipe(v.optional(v.string(), String(fallback)), v.regex(/^\d{1,9}$/, 'must be a whole number'), v.transform(Number), v.minValue(min, range), v.maxValue(max, range));
+};
 
 /** An id path segment. */
 export const idParams = v.object({ id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)) });

@@ -87,6 +87,12 @@ type Client = (Redis | Cluster) & {
 };
 type Entry = [id: string, fields: string[]];
 
+/** The queue's keys under an app's `auth.store.keyPrefix` (one hash tag: one Redis Cluster slot). */
+export function webhookQueueKeys(keyPrefix: string): { base: string; jobs: string; later: string } {
+  const base = `${keyPrefix}{svc-webhooks}:queue:`;
+  return { base, jobs: `${base}jobs`, later: `${base}later` };
+}
+
 export interface RedisQueueOptions {
   store: RedisStore;
   /** `auth.store.keyPrefix`: the queue's keys live under `<keyPrefix>{svc-webhooks}:queue:`. */
@@ -118,7 +124,7 @@ function ready(client: Redis | Cluster): Promise<void> {
 
 export class RedisDeliveryQueue implements DeliveryQueue {
   readonly durable = true;
-  private readonly keys: { base: string; jobs: string; later: string };
+  private readonly keys: ReturnType<typeof webhookQueueKeys>;
   /** This instance's name in the group: unique per process, so a restart never inherits a dead one's jobs by name. */
   private readonly consumerName = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   /** Jobs under way, by entry id. */
@@ -140,8 +146,7 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     private readonly consumer: Redis | Cluster,
     private readonly opts: RedisQueueOptions,
   ) {
-    const base = `${opts.keyPrefix}{svc-webhooks}:queue:`;
-    this.keys = { base, jobs: `${base}jobs`, later: `${base}later` };
+    this.keys = webhookQueueKeys(opts.keyPrefix);
   }
 
   static async open(opts: RedisQueueOptions): Promise<RedisDeliveryQueue> {

@@ -10,6 +10,7 @@ import { createLogger, type Logger } from '../../src/logger.ts';
 import { appWithPlugins, buildInstance } from '../../src/service.ts';
 import { Stores } from '../../src/store/index.ts';
 import { RedisStore } from '../../src/store/redis.ts';
+import { webhookQueueKeys } from '../../src/webhooks/redis-queue.ts';
 import { fetchWithCookies } from './cookie-jar.ts';
 
 export interface TestAppOptions {
@@ -116,7 +117,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
 async function dropEmptyWebhookQueue(stores: Stores, keyPrefix: string): Promise<void> {
   const store = stores.forRole('sessions');
   if (!(store instanceof RedisStore) || !keyPrefix.startsWith('svctest:')) return;
-  const base = `${keyPrefix}{svc-webhooks}:queue:`;
+  const { jobs, later } = webhookQueueKeys(keyPrefix);
   const script = "if redis.call('XLEN', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[2]) == 0 then return redis.call('DEL', KEYS[1], KEYS[2]) end return 0";
-  await store.client.eval(script, 2, `${base}jobs`, `${base}later`).catch(() => {});
+  await store.client.eval(script, 2, jobs, later).catch(() => {});
 }

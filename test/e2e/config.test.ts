@@ -2,12 +2,14 @@
 // real process started as a user starts it, where a bad config or an unreachable store/database must
 // stop start-up before anything listens, with a message that names the culprit and hides passwords.
 
+import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.ts';
+import { dropPrefix } from '../support/redis.ts';
 import { PROJECT_DIR, startReadySvc, startSvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
 
 const redisUrl = inject('redisUrl');
@@ -403,11 +405,19 @@ describe('configuration of the real process', () => {
 describe.skipIf(!redisUrl)('store instances of the real process (Redis)', () => {
   it('SVC_STORE_CACHE_PERSISTENT_URL opens instance cachePersistent next to cache; /health covers both', async () => {
     const persistent = `${redisUrl.replace(/\/\d*$/, '')}/1`;
-    const svc = await startReadySvc({ env: { CACHE_URL: redisUrl, SVC_STORE_CACHE_PERSISTENT_URL: persistent } });
-    const res = await fetch(`${svc.url}/health`);
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok', store: 'ok', db: 'ok' });
-    expect(JSON.stringify(svc.logs())).toContain('cachePersistent');
-    expect(await svc.stop()).toBe(0);
+    // Under a prefix of the test's own, dropped after (the webhook queue's stream has no TTL).
+    const keyPrefix = `svctest:${randomUUID().slice(0, 8)}:auth:`;
+    const root = appRoot({ 'svc.config.json': json({ auth: { store: { keyPrefix } } }) });
+    const svc = await startReadySvc({ appRoot: root, env: { CACHE_URL: redisUrl, SVC_STORE_CACHE_PERSISTENT_URL: persistent } });
+    try {
+      const res = await fetch(`${svc.url}/health`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ status: 'ok', store: 'ok', db: 'ok' });
+      expect(JSON.stringify(svc.logs())).toContain('cachePersistent');
+      expect(await svc.stop()).toBe(0);
+    } finally {
+      await svc.stop();
+      await dropPrefix(redisUrl, keyPrefix);
+    }
   });
 });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { createTestApp, type TestApp, type TestClient } from '../support/app.ts';
 import { redisServerAvailable, startPrivateRedis } from '../support/private-redis.ts';
+import { dropPrefix } from '../support/redis.ts';
 import { freePort, sleep, startSvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 
@@ -179,9 +180,12 @@ describe.skipIf(!redisUrl)('two instances on one Redis', () => {
 describe.skipIf(!redisUrl || !mongoUrl)('an instance killed (SIGKILL) with a delivery owed', () => {
   const ADMIN = { email: 'root@example.com', password: 'correct horse battery staple' };
   let rx: Receiver;
+  /** The processes' key prefix, dropped once they are gone. */
+  const keyPrefix = `svctest:${randomUUID().slice(0, 8)}:auth:`;
   afterAll(async () => {
     await stopAll();
     await rx?.close();
+    if (redisUrl) await dropPrefix(redisUrl, keyPrefix);
   });
 
   function start(appRoot: string, env: Record<string, string>): Promise<SvcProcess> {
@@ -200,7 +204,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('an instance killed (SIGKILL) with a del
   it('is made later, once, by the instance that is left', async () => {
     rx = await startReceiver();
     const appRoot = tempDir('svc-webhooks-');
-    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { store: { keyPrefix: `svctest:${randomUUID().slice(0, 8)}:auth:` }, webhooks: { retrySchedule: [3, 3] } } }));
+    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { store: { keyPrefix }, webhooks: { retrySchedule: [3, 3] } } }));
     const env = { CACHE_URL: redisUrl, MONGODB_URL: mongoUrl.replace(/\/[^/?]*(\?|$)/, `/webhooks_${randomUUID().slice(0, 8)}$1`) };
 
     const a = await start(appRoot, env);

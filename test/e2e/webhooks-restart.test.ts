@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { dropPrefix } from '../support/redis.ts';
 import { sleep, startSvc, stopAll, tempDir, type SvcProcess } from '../support/spawn.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 
@@ -16,12 +17,15 @@ const mongoUrl = inject('mongoUrl');
 const ADMIN = { email: 'root@example.com', password: 'correct horse battery staple' };
 
 let rx: Receiver;
+/** The key prefix of the Redis case, dropped once its processes are gone. */
+const keyPrefix = `svctest:${randomUUID().slice(0, 8)}:auth:`;
 beforeAll(async () => {
   rx = await startReceiver();
 });
 afterAll(async () => {
   await stopAll();
   await rx?.close();
+  if (redisUrl) await dropPrefix(redisUrl, keyPrefix);
 });
 
 function start(appRoot: string, env: Record<string, string>, dataDir?: string): Promise<SvcProcess> {
@@ -87,7 +91,7 @@ describe.concurrent('deliveries owed when svc dies', () => {
 
   it.skipIf(!redisUrl || !mongoUrl)('Redis: an instance killed in the middle of an attempt: the stalled job is made by the instance that is left, with the same webhook-id', async () => {
     const appRoot = tempDir('svc-webhooks-');
-    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { store: { keyPrefix: `svctest:${randomUUID().slice(0, 8)}:auth:` }, webhooks: { retrySchedule: [60] } } }));
+    writeFileSync(path.join(appRoot, 'svc.config.json'), JSON.stringify({ auth: { store: { keyPrefix }, webhooks: { retrySchedule: [60] } } }));
     const env = { CACHE_URL: redisUrl, MONGODB_URL: mongoUrl.replace(/\/[^/?]*(\?|$)/, `/webhooks_${randomUUID().slice(0, 8)}$1`) };
     const a = await start(appRoot, env);
     expect(a.ready, a.output()).toBe(true);

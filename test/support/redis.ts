@@ -66,3 +66,23 @@ export async function ensureRedis(port = 6379): Promise<TestRedis | null> {
     return null;
   }
 }
+
+/**
+ * Deletes every key under `prefix` (SCAN, then DEL): for suites that run svc as a process of its own
+ * under a key prefix of theirs, which the test app's cleanup (app.ts) does not reach. Some of svc's keys
+ * have no TTL (the webhook queue's stream), and a suite run must leave nothing that stays.
+ */
+export async function dropPrefix(url: string, prefix: string): Promise<void> {
+  if (!prefix.startsWith('svctest:')) throw new Error(`dropPrefix: "${prefix}" is not a test prefix (svctest:...)`);
+  const client = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      if (keys.length) await client.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+}

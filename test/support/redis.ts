@@ -69,11 +69,14 @@ export async function ensureRedis(port = 6379): Promise<TestRedis | null> {
 
 /**
  * Deletes every key under `prefix` (SCAN, then DEL): for suites that run svc as a process of its own
- * under a key prefix of theirs, which the test app's cleanup (app.ts) does not reach. Some of svc's keys
- * have no TTL (the webhook queue's stream), and a suite run must leave nothing that stays.
+ * under a key prefix of theirs (`svctest:<id>:`, the deployment's `deploy-<run>:`), which the test app's
+ * cleanup (app.ts) does not reach. Some of svc's keys have no TTL (the webhook queue's stream), and a
+ * suite run must leave nothing that stays.
  */
 export async function dropPrefix(url: string, prefix: string): Promise<void> {
-  if (!prefix.startsWith('svctest:')) throw new Error(`dropPrefix: "${prefix}" is not a test prefix (svctest:...)`);
+  // A run's own prefix (it holds a random id of 8 or more hex digits), never a shared one such as svc's
+  // default `auth:` on a Redis that others may use.
+  if (!/(?:^|[:-])[0-9a-f]{8,}:/.test(prefix)) throw new Error(`dropPrefix: "${prefix}" is not a test run's own key prefix`);
   const client = new Redis(url, { maxRetriesPerRequest: 1 });
   try {
     let cursor = '0';

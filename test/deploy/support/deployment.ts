@@ -30,9 +30,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { startIdp, type Idp } from '../../support/oidc.ts';
+import { dropPrefix } from '../../support/redis.ts';
 import { startSmtp, type TestSmtp } from '../../support/smtp.ts';
 import { CHROMIUM } from './browser.ts';
 import { freePort, PROJECT_DIR, sleep, startReadySvc, stopAll, tempDir, type SvcProcess } from '../../support/spawn.ts';
@@ -351,18 +351,7 @@ export async function startDeployment(opts: DeploymentOptions): Promise<Deployme
     const dev = await startDevServer(devPort, appOrigin);
     stoppers.push(() => dev.close());
     stoppers.push(async () => {
-      const redis = new Redis(opts.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-      try {
-        await redis.connect();
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${keyPrefix}*`, 'COUNT', 500);
-          if (keys.length) await redis.del(...keys);
-          cursor = next;
-        } while (cursor !== '0');
-      } finally {
-        redis.disconnect();
-      }
+      await dropPrefix(opts.redisUrl!, keyPrefix);
       const mongo = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 5000 });
       try {
         await mongo.db(database).dropDatabase();

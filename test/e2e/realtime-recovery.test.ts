@@ -9,7 +9,8 @@ import { Redis } from 'ioredis';
 import type { Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunningServer } from '../../src/server.ts';
-import { call, client, connected, disconnection, dropAdapterStream, loginCookie, makeAppRoot, nextEvent, refusal, startInstance, uniquePrefix } from '../support/realtime.ts';
+import { call, client, connected, disconnection, loginCookie, makeAppRoot, nextEvent, refusal, startInstance, uniquePrefix } from '../support/realtime.ts';
+import { dropPrefix } from '../support/redis.ts';
 
 const redisUrl = inject('redisUrl');
 const mongoUrl = inject('mongoUrl');
@@ -50,7 +51,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
     for (const s of sockets) s.close();
     await Promise.all([a?.close(), b?.close()]);
     redis?.disconnect();
-    await dropAdapterStream(redisUrl!, prefix);
+    await dropPrefix(redisUrl!, prefix);
   });
 
   async function user(isAdmin = false) {

@@ -13,7 +13,6 @@ import {
   client,
   connected,
   disconnection,
-  dropAdapterStream,
   loginCookie,
   makeAppRoot,
   nextEvent,
@@ -21,6 +20,7 @@ import {
   startInstance,
   uniquePrefix,
 } from '../support/realtime.ts';
+import { dropPrefix } from '../support/redis.ts';
 
 const redisUrl = inject('redisUrl');
 const mongoUrl = inject('mongoUrl');
@@ -65,7 +65,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
   afterAll(async () => {
     for (const s of sockets) s.close();
     await Promise.all([a?.close(), b?.close()]);
-    await dropAdapterStream(redisUrl!, prefix);
+    await dropPrefix(redisUrl!, prefix);
   });
 
   async function workSession(body: Record<string, unknown> = {}): Promise<{ id: string; expiresAt: string | null }> {
@@ -364,7 +364,7 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: two instances sharing Redis a
     await c.close();
     // The transport ends (not "io server disconnect"): a client with reconnection on tries again, elsewhere.
     expect((await gone).reason).toMatch(/^transport (close|error)$/);
-    await dropAdapterStream(redisUrl!, own);
+    await dropPrefix(redisUrl!, own);
   });
 });
 

@@ -62,6 +62,8 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     writeFileSync(path.join(appRoot, file), text);
   }
   const raw = structuredClone(opts.config ?? {}) as { auth?: { store?: { keyPrefix?: string } } };
+  // A prefix the app made itself is no other app's: its queue goes at close, jobs and all.
+  const ownPrefix = !opts.defaultKeyPrefix && !raw.auth?.store?.keyPrefix;
   if (!opts.defaultKeyPrefix) {
     const unique = raw.auth?.store?.keyPrefix ?? `svctest:${randomUUID().slice(0, 8)}:auth:`;
     raw.auth = { ...raw.auth, store: { ...raw.auth?.store, keyPrefix: unique } };
@@ -101,7 +103,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
       await instance.runCloseCallbacks();
       await instance.realtime.close();
       await instance.auth.close();
-      await dropEmptyWebhookQueue(stores, keyPrefix);
+      await dropWebhookQueue(stores, keyPrefix, ownPrefix);
       await stores.close();
       await db.close();
     },
@@ -110,14 +112,19 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
 
 /**
  * Every app on Redis makes its webhook queue's stream (the consumer group needs one), and those keys
- * have no TTL: a test app's queue with nothing left in it goes when the app closes, so that test runs
- * leave no keys behind on a shared Redis. A queue still holding jobs stays (another instance may owe them);
- * an instance still reading an emptied one makes its group again (NOGROUP).
+ * have no TTL: a test app's queue goes when the app closes, so that test runs leave no keys behind on a
+ * shared Redis. Under a prefix the app made itself it goes whatever it holds (no other app shares it);
+ * under one the test gave (several apps, one queue) only when empty: another instance may owe its jobs,
+ * and an instance still reading an emptied one makes its group again (NOGROUP).
  */
-async function dropEmptyWebhookQueue(stores: Stores, keyPrefix: string): Promise<void> {
+async function dropWebhookQueue(stores: Stores, keyPrefix: string, ownPrefix: boolean): Promise<void> {
   const store = stores.forRole('sessions');
   if (!(store instanceof RedisStore) || !keyPrefix.startsWith('svctest:')) return;
   const { jobs, later } = webhookQueueKeys(keyPrefix);
+  if (ownPrefix) {
+    await store.client.del(jobs, later).catch(() => {});
+    return;
+  }
   const script = "if redis.call('XLEN', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[2]) == 0 then return redis.call('DEL', KEYS[1], KEYS[2]) end return 0";
   await store.client.eval(script, 2, jobs, later).catch(() => {});
 }

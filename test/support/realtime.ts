@@ -5,7 +5,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { io, type ManagerOptions, type Socket, type SocketOptions } from 'socket.io-client';
 import { createLogger } from '../../src/logger.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
@@ -37,19 +36,6 @@ export function makeAppRoot(config: Record<string, unknown> = {}, files: Record<
 
 /** A key prefix of the suite's own, so suites sharing one Redis (and its pub/sub) never meet. */
 export const uniquePrefix = () => `svctest:${randomUUID().slice(0, 8)}:auth:`;
-
-/**
- * Removes the cross-instance adapter's stream of a suite's prefix (`<prefix>socket.io`): the one key
- * svc writes without a TTL (it is capped in length instead), so a suite run leaves nothing that stays.
- */
-export async function dropAdapterStream(redisUrl: string, prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl);
-  try {
-    await redis.del(`${prefix}socket.io`);
-  } finally {
-    redis.disconnect();
-  }
-}
 
 /** svc in this process on a free port, as `npm start` runs it (socket.io attached). */
 export async function startInstance(opts: InstanceOptions = {}): Promise<RunningServer> {

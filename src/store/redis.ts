@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { UnavailableError } from '../http/errors.ts';
 import type { StoreInspector } from './inspect.ts';
 import { redisInspector } from './redis-inspect.ts';
+import { GetExConnection } from './getex-connection.ts';
 import { createRedisClient, parseRedisUrl } from './redis-url.ts';
 import type { SetOptions, Store, Subscription, TrackingListener } from './store.ts';
 
@@ -11,6 +12,8 @@ import type { SetOptions, Store, Subscription, TrackingListener } from './store.
 const INVALIDATE_CHANNEL = '__redis__:invalidate';
 /** Opening a connection: longer than this is a Redis that does not answer. */
 const CONNECT_TIMEOUT_MS = 2000;
+/** A reply later than this is an outage (the request is answered 503). */
+const COMMAND_TIMEOUT_MS = 1500;
 /** How long start-up waits for a store in all (several Sentinels, each up to CONNECT_TIMEOUT_MS). */
 const START_DEADLINE_MS = 10_000;
 
@@ -92,6 +95,8 @@ export class RedisStore implements Store {
   private readonly subscriptions = new Map<string, Set<{ onMessage: (message: string) => void; onResume?: () => void }>>();
   /** Where `inspect` connects: this store's server (URL and SVC_STORE_PASSWORD), any db. */
   private readonly server: { url: string; password?: string };
+  /** The session lookup's GETEX on a connection of its own, on a plain single server (getex-connection.ts). */
+  private readonly getExConnection?: GetExConnection;
 
   constructor(opts: RedisStoreOptions) {
     this.server = { url: opts.url, password: opts.password };
@@ -101,7 +106,7 @@ export class RedisStore implements Store {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: CONNECT_TIMEOUT_MS,
-      commandTimeout: 1500,
+      commandTimeout: COMMAND_TIMEOUT_MS,
       retryStrategy: (times) => Math.min(100 * times, 1000),
       ...(opts.db !== undefined ? { db: opts.db } : {}),
     };
@@ -109,6 +114,19 @@ export class RedisStore implements Store {
     const urlHasPassword = target.kind === 'single' ? Boolean(new URL(opts.url).password) : Boolean(target.password);
     if (opts.password && !urlHasPassword) options.password = opts.password;
     this.client = createRedisClient(target, options);
+    if (target.kind === 'single' && !target.tls) {
+      const { host, port, path, username, password, db } = (this.client as Redis).options;
+      this.getExConnection = new GetExConnection({
+        host,
+        port,
+        path,
+        username,
+        password,
+        db,
+        timeoutMs: COMMAND_TIMEOUT_MS,
+        onRefused: (message) => opts.logger?.warn({ store: this.name, err: message }, 'the store refused the session reads\' own connection: they stay on the shared one'),
+      });
+    }
     this.client.defineCommand('svcIncr', { numberOfKeys: 1, lua: INCR_SCRIPT });
     this.client.defineCommand('svcDecr', { numberOfKeys: 1, lua: DECR_SCRIPT });
     this.client.defineCommand('svcDelIf', { numberOfKeys: 1, lua: DEL_IF_SCRIPT });
@@ -147,6 +165,7 @@ export class RedisStore implements Store {
     });
     try {
       await Promise.race([this.client.connect().then(() => this.client.ping()), deadline]);
+      this.getExConnection?.open();
     } catch (err) {
       this.client.disconnect();
       // ioredis reports "Connection is closed"; the socket's own error (ECONNREFUSED...) says why.
@@ -204,6 +223,7 @@ export class RedisStore implements Store {
   }
 
   getEx(key: string, ttl: number) {
+    if (this.getExConnection?.ready) return this.getExConnection.getEx(key, ttl).catch(rethrowAsStoreError);
     return this.run(() => this.client.getex(key, 'EX', ttl));
   }
 
@@ -427,6 +447,7 @@ export class RedisStore implements Store {
   async close() {
     this.down = true; // a deliberate close is not an outage: nothing to log
     this.closing = true;
+    this.getExConnection?.close();
     const sub = await this.subscriber?.catch(() => undefined);
     for (const client of [this.client, sub]) {
       if (!client) continue;

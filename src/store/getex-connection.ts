@@ -1,0 +1,212 @@
+/**
+ * The session lookup's `GETEX` on a connection of svc's own, in plain RESP: the one command nearly every
+ * request sends (`GET /auth/session`, every authenticated route), without ioredis' per-command work.
+ *
+ * Why: for 100,000 `GETEX` in batches of 50 on one connection, ioredis took 2.7-2.9 µs of CPU per command
+ * (a Command object, its own stream write and command timer, its reply bookkeeping), this 1.3 µs: one
+ * string written per turn of the event loop, replies parsed straight from the socket's buffers
+ * (docs/benchmarks.md, "Where the local cache's time goes"). Everything else stays on ioredis.
+ *
+ * It only ever speeds things up, never decides anything: `RedisStore.getEx` uses it while it is `ready`
+ * and ioredis otherwise (connecting, reconnecting, or given up for good after a refused set-up). Only a
+ * plain single server (`redis://`, no TLS) gets one; a Cluster, Sentinel or TLS setup stays on ioredis.
+ * An outage fails what is in flight as ioredis would (the caller maps it to `UnavailableError`): the
+ * socket's own error at once, or a reply overdue by `timeoutMs` (ioredis' `commandTimeout`), after which
+ * the connection is dropped and made again in the background.
+ */
+import { ReplyError } from 'ioredis';
+import { connect, type Socket } from 'node:net';
+
+export interface GetExConnectionOptions {
+  host?: string;
+  port?: number;
+  /** A Unix socket instead of host and port. */
+  path?: string;
+  username?: string;
+  password?: string;
+  db?: number;
+  /** A reply overdue by this much fails its command and drops the connection. */
+  timeoutMs: number;
+  /** The connection's set-up was refused (AUTH, SELECT): it stays off, once. */
+  onRefused?: (message: string) => void;
+}
+
+interface Pending {
+  resolve: (value: string | null) => void;
+  reject: (err: Error) => void;
+}
+
+const CR = 13;
+const RETRY_MAX_MS = 1000;
+/** Opening the connection: longer than this is a Redis that does not answer (RedisStore's own limit). */
+const CONNECT_TIMEOUT_MS = 2000;
+
+/** One RESP value as a command's argument: `$<bytes>\r\n<text>\r\n`. */
+const bulk = (text: string) => `$${Buffer.byteLength(text)}\r\n${text}\r\n`;
+const command = (...args: string[]) => `*${args.length}\r\n${args.map(bulk).join('')}`;
+
+export class GetExConnection {
+  /** True while commands can be sent on it (set up, not lost). */
+  ready = false;
+  private socket?: Socket;
+  private closed = false;
+  private retries = 0;
+  private retryTimer?: NodeJS.Timeout;
+  /** Commands sent or to be sent, in order: Redis answers them in that order. */
+  private queue: (Pending | undefined)[] = [];
+  private head = 0;
+  /** What this turn sends, written once at its end (`setImmediate`), as RedisStore batches ioredis' writes. */
+  private out = '';
+  /** The part of a reply that has not fully arrived. */
+  private rest?: Buffer;
+  /** The overdue check: the command at the head of the queue, and since when it is there. */
+  private watched?: Pending;
+  private watchedSince = 0;
+  private watchTimer?: NodeJS.Timeout;
+
+  constructor(private readonly options: GetExConnectionOptions) {}
+
+  /** Connects (and again after every loss, until `close`); `ready` once AUTH and SELECT are answered. */
+  open(): void {
+    if (this.closed || this.socket) return;
+    const { host = '127.0.0.1', port = 6379, path } = this.options;
+    const socket = path ? connect({ path }) : connect({ host, port });
+    this.socket = socket;
+    socket.setNoDelay(true);
+    socket.setTimeout(CONNECT_TIMEOUT_MS, () => socket.destroy(new Error('connect timed out')));
+    socket.on('data', (chunk: Buffer) => this.received(chunk));
+    socket.on('error', () => {}); // 'close' follows, and ends what is in flight
+    socket.on('close', () => this.lost(socket));
+    socket.on('connect', () => {
+      socket.setTimeout(0);
+      const setUp: Promise<string | null>[] = [];
+      const { username, password, db } = this.options;
+      if (password) setUp.push(this.send(username ? command('AUTH', username, password) : command('AUTH', password)));
+      if (db) setUp.push(this.send(command('SELECT', String(db))));
+      Promise.all(setUp).then(
+        () => {
+          if (this.socket !== socket) return;
+          this.retries = 0;
+          this.ready = true;
+        },
+        (err: Error) => {
+          if (!(err instanceof ReplyError) || this.socket !== socket) return; // lost: tried again
+          this.close();
+          this.options.onRefused?.(err.message);
+        },
+      );
+    });
+    this.watchTimer ??= setInterval(() => this.checkOverdue(), Math.max(10, Math.min(100, this.options.timeoutMs / 10))).unref();
+  }
+
+  /** `GETEX key EX ttl`: the value, or null when there is none. Only while `ready`. */
+  getEx(key: string, ttl: number): Promise<string | null> {
+    return this.send(`*4\r\n$5\r\nGETEX\r\n${bulk(key)}$2\r\nEX\r\n${bulk(String(ttl))}`);
+  }
+
+  /** Stops for good: what is in flight fails, no reconnect. */
+  close(): void {
+    this.closed = true;
+    this.ready = false;
+    clearTimeout(this.retryTimer);
+    clearInterval(this.watchTimer);
+    this.socket?.destroy();
+  }
+
+  private send(text: string): Promise<string | null> {
+    return new Promise((resolve, reject) => {
+      if (!this.socket) return reject(new Error('the store connection is closed'));
+      this.queue.push({ resolve, reject });
+      if (this.out === '') setImmediate(this.flush);
+      this.out += text;
+    });
+  }
+
+  private readonly flush = () => {
+    const text = this.out;
+    this.out = '';
+    if (text) this.socket?.write(text);
+  };
+
+  private take(): Pending | undefined {
+    const p = this.queue[this.head];
+    this.queue[this.head++] = undefined;
+    if (this.head === this.queue.length) {
+      this.queue.length = 0;
+      this.head = 0;
+    }
+    return p;
+  }
+
+  private received(chunk: Buffer): void {
+    const buf = this.rest ? Buffer.concat([this.rest, chunk]) : chunk;
+    this.rest = undefined;
+    let at = 0;
+    while (at < buf.length) {
+      const eol = buf.indexOf(CR, at);
+      if (eol < 0 || eol + 1 >= buf.length) break; // the line is not complete yet
+      const type = buf[at];
+      if (type === 0x24 /* $ */) {
+        const length = Number(buf.toString('latin1', at + 1, eol));
+        if (!Number.isInteger(length)) return this.unexpected('a bulk length that is not a number');
+        if (length < 0) {
+          at = eol + 2;
+          this.take()?.resolve(null);
+          continue;
+        }
+        const end = eol + 2 + length;
+        if (end + 2 > buf.length) break; // the value is not complete yet
+        const value = buf.toString('utf8', eol + 2, end);
+        at = end + 2;
+        this.take()?.resolve(value);
+      } else if (type === 0x2b /* + */ || type === 0x3a /* : */) {
+        const value = buf.toString('latin1', at + 1, eol);
+        at = eol + 2;
+        this.take()?.resolve(value);
+      } else if (type === 0x2d /* - */) {
+        const message = buf.toString('utf8', at + 1, eol);
+        at = eol + 2;
+        this.take()?.reject(new ReplyError(message));
+      } else {
+        return this.unexpected(`a reply of type ${JSON.stringify(String.fromCharCode(type ?? 0))}`);
+      }
+    }
+    if (at < buf.length) this.rest = buf.subarray(at);
+  }
+
+  /** Nothing sent here is answered that way: the stream cannot be trusted any more, so it is made again. */
+  private unexpected(what: string): void {
+    this.socket?.destroy(new Error(`the store sent ${what}`));
+  }
+
+  /** A reply overdue: its command and all behind it fail, and the connection is made again. */
+  private checkOverdue(): void {
+    const headNow = this.queue[this.head];
+    if (!headNow) return void (this.watched = undefined);
+    const now = Date.now();
+    if (headNow !== this.watched) {
+      this.watched = headNow;
+      this.watchedSince = now;
+    } else if (now - this.watchedSince >= this.options.timeoutMs) {
+      this.socket?.destroy(new Error('Command timed out'));
+    }
+  }
+
+  private lost(socket: Socket): void {
+    if (this.socket !== socket) return;
+    this.socket = undefined;
+    this.ready = false;
+    this.rest = undefined;
+    this.out = '';
+    const failed = this.queue;
+    const from = this.head;
+    this.queue = [];
+    this.head = 0;
+    this.watched = undefined;
+    const err = new Error('the store connection was lost');
+    for (let i = from; i < failed.length; i++) failed[i]?.reject(err);
+    if (this.closed) return;
+    const delay = Math.min(100 * ++this.retries, RETRY_MAX_MS);
+    this.retryTimer = setTimeout(() => this.open(), delay).unref();
+  }
+}

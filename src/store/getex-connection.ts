@@ -52,7 +52,7 @@ export class GetExConnection {
   private closed = false;
   private retries = 0;
   private retryTimer?: NodeJS.Timeout;
-  /** Commands sent or to be sent, in order: Redis answers them in that order. */
+  /** Commands sent or to be sent, in order: Redis answers them in that order (empty: length 0, `take`). */
   private queue: (Pending | undefined)[] = [];
   private head = 0;
   /** What this turn sends, written once at its end (`setImmediate`), as RedisStore batches ioredis' writes. */
@@ -104,13 +104,16 @@ export class GetExConnection {
     return this.send(`*4\r\n$5\r\nGETEX\r\n${bulk(key)}$2\r\nEX\r\n${bulk(String(ttl))}`);
   }
 
-  /** Stops for good: what is in flight fails, no reconnect. */
+  /**
+   * Stops for good (no new command, no reconnect), as ioredis' `quit` does: the reads in flight get
+   * their replies first, within the overdue check's bound.
+   */
   close(): void {
     this.closed = true;
     this.ready = false;
     clearTimeout(this.retryTimer);
-    clearInterval(this.watchTimer);
-    this.socket?.destroy();
+    if (!this.socket) clearInterval(this.watchTimer);
+    else if (this.queue.length === 0) this.socket.destroy(); // else once the last reply is in (`received`)
   }
 
   private send(text: string): Promise<string | null> {
@@ -172,6 +175,7 @@ export class GetExConnection {
       }
     }
     if (at < buf.length) this.rest = buf.subarray(at);
+    else if (this.closed && this.queue.length === 0) this.socket?.destroy(); // the last reply of a close
   }
 
   /** Nothing sent here is answered that way: the stream cannot be trusted any more, so it is made again. */
@@ -205,7 +209,7 @@ export class GetExConnection {
     this.watched = undefined;
     const err = new Error('the store connection was lost');
     for (let i = from; i < failed.length; i++) failed[i]?.reject(err);
-    if (this.closed) return;
+    if (this.closed) return clearInterval(this.watchTimer);
     const delay = Math.min(100 * ++this.retries, RETRY_MAX_MS);
     this.retryTimer = setTimeout(() => this.open(), delay).unref();
   }

@@ -124,7 +124,7 @@ export class RedisStore implements Store {
         password,
         db,
         timeoutMs: COMMAND_TIMEOUT_MS,
-        onRefused: (message) => opts.logger?.warn({ store: this.name, err: message }, 'the store refused the session reads\' own connection: they stay on the shared one'),
+        onRefused: (message) => opts.logger?.warn({ store: this.name, err: message }, 'the store refused to set up the session lookups\' own connection (AUTH or SELECT): they go on the shared one'),
       });
     }
     this.client.defineCommand('svcIncr', { numberOfKeys: 1, lua: INCR_SCRIPT });

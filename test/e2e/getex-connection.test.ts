@@ -33,6 +33,14 @@ async function until(check: () => boolean, what: string, ms = 10_000): Promise<v
   }
 }
 
+/** A RedisStore, connected, and its own GETEX connection (maybe still connecting). */
+async function connectedStore(url: string): Promise<{ store: RedisStore; own: GetExConnection }> {
+  const store = new RedisStore({ url, name: 'cache' });
+  cleanups.push(() => store.close());
+  await store.connect(url);
+  return { store, own: (store as unknown as { getExConnection: GetExConnection }).getExConnection };
+}
+
 async function privateRedis(): Promise<PrivateRedis> {
   const redis = await startPrivateRedis(await freePort());
   cleanups.push(() => redis.kill());
@@ -81,12 +89,19 @@ describe.skipIf(!redisUrl)('GETEX on its own connection (shared Redis)', () => {
     expect(conn.ready).toBe(true);
   });
 
+  it('a close lets the reads in flight have their replies, then ends the connection', async () => {
+    const conn = opened({ port });
+    await until(() => conn.ready, 'ready');
+    await redis.set(`${prefix}e`, 'answered', 'EX', 10);
+    const reads = [conn.getEx(`${prefix}e`, 60), conn.getEx(`${prefix}e`, 60)];
+    conn.close();
+    expect(conn.ready).toBe(false);
+    expect(await Promise.all(reads)).toEqual(['answered', 'answered']);
+  });
+
   it('RedisStore.getEx reads through it once it is ready, and through ioredis before', async () => {
-    const store = new RedisStore({ url: redisUrl!, name: 'cache' });
-    cleanups.push(() => store.close());
     await redis.set(`${prefix}c`, 'via store', 'EX', 10);
-    await store.connect(redisUrl!);
-    const own = (store as unknown as { getExConnection: GetExConnection }).getExConnection;
+    const { store, own } = await connectedStore(redisUrl!);
     expect(own.ready).toBe(false); // still connecting: ioredis reads
     expect(await store.getEx(`${prefix}c`, 60)).toBe('via store');
     await until(() => own.ready, 'ready');
@@ -95,11 +110,8 @@ describe.skipIf(!redisUrl)('GETEX on its own connection (shared Redis)', () => {
   });
 
   it('RedisStore.getEx falls back to ioredis while its own connection is down', async () => {
-    const store = new RedisStore({ url: redisUrl!, name: 'cache' });
-    cleanups.push(() => store.close());
     await redis.set(`${prefix}d`, 'via ioredis', 'EX', 10);
-    await store.connect(redisUrl!);
-    const own = (store as unknown as { getExConnection: GetExConnection }).getExConnection;
+    const { store, own } = await connectedStore(redisUrl!);
     await until(() => own.ready, 'ready');
     own.close();
     expect(await store.getEx(`${prefix}d`, 60)).toBe('via ioredis');
@@ -201,10 +213,7 @@ describe.skipIf(!redisServerAvailable)('GETEX on its own connection: set-up and 
 
   it('through RedisStore, an outage is an UnavailableError (answered 503)', async () => {
     const redis = await privateRedis();
-    const store = new RedisStore({ url: redis.url, name: 'cache' });
-    cleanups.push(() => store.close());
-    await store.connect(redis.url);
-    const own = (store as unknown as { getExConnection: GetExConnection }).getExConnection;
+    const { store, own } = await connectedStore(redis.url);
     await until(() => own.ready, 'ready');
     redis.freeze();
     const read = store.getEx('k', 60).then(String, (err: Error) => err);

@@ -29,9 +29,13 @@ const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 
-// Self time per node from samples and time deltas (µs).
+// Self time per node from samples and time deltas (µs). Bun's profiles (`bun --cpu-prof`) have no
+// `(idle)` node: a sample's delta there also holds the idle time before it, so each sample counts as
+// one sampling interval (the median delta) instead.
+const hasIdle = profile.nodes.some((n) => n.callFrame.functionName === '(idle)');
+const interval = [...profile.timeDeltas].sort((a, b) => a - b)[Math.floor(profile.timeDeltas.length / 2)] ?? 0;
 const self = new Map<number, number>();
-profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (hasIdle ? (profile.timeDeltas[i] ?? 0) : interval)));
 const sampled = [...self.values()].reduce((a, b) => a + b, 0);
 const idle = [...self.entries()].filter(([id]) => byId.get(id)!.callFrame.functionName === '(idle)').reduce((a, [, us]) => a + us, 0);
 /** Percentages are of the busy (non-idle) time. */

@@ -10,7 +10,7 @@
 //          --only svc,lean,...  --note "text for the results file"  --cpu-prof svc,lean (profiles
 //          of those stacks, written to a temp dir when the bench ends)  --out DIR (bench/results)
 //          --svc-dir DIR (another svc checkout to measure as "svc", for before/after comparisons)
-//          --svc-b DIR (another svc checkout, measured as "svc-b" in the same run)
+//          --svc-b DIR (another svc checkout, measured as "svc-b" in the same run; with svc-bun, as "svc-bun-b" too)
 //          --svc-env K=V (repeatable: extra environment for svc, e.g. UV_THREADPOOL_SIZE=2)
 //          --svc-node-flag F (repeatable: a node/V8 flag for both svc stacks, e.g. --optimize-for-size)
 //          --pinned (servers on CPU 0, autocannon and redis-server on CPU 1; issue 40's stacks, 4 rounds)
@@ -27,7 +27,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { baseEnv, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, sleep, startChild, startRedisServer, type Child } from './lib/procs.ts';
 import { commandDelta, LatencyLog, mean, median, parseCommandStats, percentiles, round, type Percentiles } from './lib/stats.ts';
-import { PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
+import { PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, svcBunB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -613,8 +613,8 @@ async function runOnce(runNumber: number): Promise<RunOutcome> {
   const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   const runBegan = performance.now();
   // --svc-b: that checkout measured right after svc.
-  const all = opts['svc-b'] ? STACKS.flatMap((s) => (s.id === 'svc' ? [s, svcB] : [s])) : STACKS;
-  const stacks = all.filter((s) => !only || only.has(s.id) || s.id === 'svc-b');
+  const all = opts['svc-b'] ? STACKS.flatMap((s) => (s.id === 'svc' ? [s, svcB] : s.id === 'svc-bun' ? [s, svcBunB] : [s])) : STACKS;
+  const stacks = all.filter((s) => !only || only.has(s.id) || (s.id === 'svc-b' && (!only || only.has('svc'))) || (s.id === 'svc-bun-b' && (!only || only.has('svc-bun'))));
   if (stacks.length === 0) throw new Error(`--only matched no stack (ids: ${STACKS.map((s) => s.id).join(', ')})`);
   const estimate = stacks.length * ROUNDS * (WARMUP + DURATION + 1.5) + (LOGINS > 0 ? 12 : 0) + 20;
   log(`${RUNS > 1 ? `run ${runNumber}/${RUNS}: ` : ''}stacks: ${stacks.map((s) => s.id).join(', ')}; ${ROUNDS} rounds; about ${Math.ceil(estimate / 60)} min`);
@@ -627,12 +627,11 @@ async function runOnce(runNumber: number): Promise<RunOutcome> {
   log(`redis-server ${redisVersion} on port ${redisPort}`);
 
   const profDir = profiled.size ? mkdtempSync(path.join(os.tmpdir(), 'svc-bench-prof-')) : '';
+  const profFlags = (id: string) => (profiled.has(id) ? ['--cpu-prof', '--cpu-prof-dir', path.join(profDir, id)] : []);
   const ctx: StackContext = {
     redisUrl,
-    nodeFlags: (id) => [
-      ...(id.startsWith('svc') ? (opts['svc-node-flag'] ?? []) : []),
-      ...(profiled.has(id) ? ['--cpu-prof', '--cpu-prof-dir', path.join(profDir, id)] : []),
-    ],
+    nodeFlags: (id) => [...(id.startsWith('svc') ? (opts['svc-node-flag'] ?? []) : []), ...profFlags(id)],
+    profFlags,
     tempDirs: [],
     svcDir: path.resolve(opts['svc-dir'] ?? PROJECT_DIR),
     ...(opts['svc-b'] ? { svcBDir: path.resolve(opts['svc-b']) } : {}),

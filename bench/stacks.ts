@@ -12,6 +12,8 @@ export interface StackContext {
   redisUrl: string;
   /** Extra `node` flags per stack id (e.g. `--cpu-prof`). */
   nodeFlags: (id: string) => string[];
+  /** `--cpu-prof` per stack id, for Bun too (its flags have Node's names). */
+  profFlags: (id: string) => string[];
   /** Temp dirs to remove at the end. */
   tempDirs: string[];
   /** The svc checkout to start (`src/server.ts` in it): this one unless `--svc-dir` says otherwise. */
@@ -167,7 +169,7 @@ function svcStack(
       const port = await freePort();
       const child = startChild({
         name: id,
-        argv: [...argv, ...(runtime === 'node' ? ctx.nodeFlags(id) : []), 'bin/start.js'],
+        argv: [...argv, ...(runtime === 'node' ? ctx.nodeFlags(id) : runtime === 'bun' ? ctx.profFlags(id) : []), 'bin/start.js'],
         cwd: dirOf(ctx),
         ...(ctx.serverCpus ? { cpus: ctx.serverCpus } : {}),
         env: {
@@ -192,10 +194,13 @@ function svcStack(
 
 const svc = svcStack('svc', 'svc', { session: {} }, 'the default: sliding TTL, one GETEX per request');
 // `--svc-b DIR`: the default settings, from another checkout.
-export const svcB = svcStack('svc-b', 'svc (--svc-b)', { session: {} }, 'the default settings, from the checkout given as `--svc-b`', undefined, (ctx) => {
+const svcBDir = (ctx: StackContext) => {
   if (!ctx.svcBDir) throw new Error('svc-b needs --svc-b DIR');
   return ctx.svcBDir;
-});
+};
+export const svcB = svcStack('svc-b', 'svc (--svc-b)', { session: {} }, 'the default settings, from the checkout given as `--svc-b`', undefined, svcBDir);
+/** `--svc-b DIR` with `svc-bun` measured: that checkout on Bun too. */
+export const svcBunB = svcStack('svc-bun-b', 'svc on Bun (--svc-b)', { session: {}, store: { keyPrefix: 'bunb:' } }, 'the default settings, from the checkout given as `--svc-b`; Bun.serve', undefined, svcBDir, 'bun');
 // svc on Bun and on Deno (issue 59), the default settings: each beside svc on Node in one run.
 const svcBun = svcStack('svc-bun', 'svc on Bun', { session: {}, store: { keyPrefix: 'bun:' } }, 'the default settings; Bun.serve', undefined, undefined, 'bun');
 const svcDeno = svcStack('svc-deno', 'svc on Deno', { session: {}, store: { keyPrefix: 'deno:' } }, 'the default settings; Deno.serve', undefined, undefined, 'deno');

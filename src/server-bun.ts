@@ -42,7 +42,13 @@ export const startServer = (env: NodeJS.ProcessEnv = process.env, logger?: Logge
           maxRequestBodySize: bodyLimit + 64 * 1024,
           fetch(request, bun) {
             if (realtime.isSocketRequest(request)) return realtime.handle(request, bun);
-            return serve(request, { clientAddress: bun.requestIP(request)?.address, webDoor: true });
+            // The peer's address only when asked (client-ip.ts): GET /auth/session's lane never asks.
+            return serve(request, {
+              get clientAddress() {
+                return bun.requestIP(request)?.address;
+              },
+              webDoor: true,
+            });
           },
           websocket: realtime.websocket,
           error: failed,

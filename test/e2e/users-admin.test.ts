@@ -387,6 +387,11 @@ describe('bootstrap admin (ensureAdmin)', () => {
       expect(password, svc.output()).toBeDefined();
       const res = await fetch(`${svc.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'admin@localhost', password }) });
       expect(res.status).toBe(200);
+      // The peer's address as the runtime's server reports it (on Bun, asked for only when read).
+      const cookie = res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const diag = await fetch(`${svc.url}/auth/diagnostics`, { headers: { cookie } });
+      expect(diag.status).toBe(200);
+      expect(((await diag.json()) as { seen: unknown }).seen).toMatchObject({ clientIp: '127.0.0.1', forwarded: false });
     } finally {
       await svc.stop();
     }

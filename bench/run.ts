@@ -614,7 +614,8 @@ async function runOnce(runNumber: number): Promise<RunOutcome> {
   const runBegan = performance.now();
   // --svc-b: that checkout measured right after svc.
   const all = opts['svc-b'] ? STACKS.flatMap((s) => (s.id === 'svc' ? [s, svcB] : s.id === 'svc-bun' ? [s, svcBunB] : [s])) : STACKS;
-  const stacks = all.filter((s) => !only || only.has(s.id) || (s.id === 'svc-b' && (!only || only.has('svc'))) || (s.id === 'svc-bun-b' && (!only || only.has('svc-bun'))));
+  // svc-b and svc-bun-b run where svc and svc-bun run.
+  const stacks = all.filter((s) => !only || only.has(s === svcB ? 'svc' : s === svcBunB ? 'svc-bun' : s.id));
   if (stacks.length === 0) throw new Error(`--only matched no stack (ids: ${STACKS.map((s) => s.id).join(', ')})`);
   const estimate = stacks.length * ROUNDS * (WARMUP + DURATION + 1.5) + (LOGINS > 0 ? 12 : 0) + 20;
   log(`${RUNS > 1 ? `run ${runNumber}/${RUNS}: ` : ''}stacks: ${stacks.map((s) => s.id).join(', ')}; ${ROUNDS} rounds; about ${Math.ceil(estimate / 60)} min`);

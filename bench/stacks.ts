@@ -148,7 +148,7 @@ function svcStack(
   runtime: 'node' | 'bun' | 'deno' = 'node',
 ): Stack {
   // Bun and Deno as `npm run start:bun` / `start:deno` run svc (docs/runtimes.md), from PATH.
-  const argv = { node: ['node-js', ...npmStartFlags()], bun: ['bun'], deno: ['deno', 'run', '--allow-all'] }[runtime];
+  const argv = { node: ['node-js', ...npmStartFlags()], bun: ['bun'], deno: ['deno', 'run', '--allow-all', `--v8-flags=${npmStartFlags().join(',')}`] }[runtime];
   return {
     id,
     label,

@@ -205,7 +205,7 @@ step('SIGTERM: exit 0; npx svc user create made a user');
 //     runtime is on PATH (.ci/run puts both there); said loudly when it is not.
 const RUNTIMES = [
   ['bun', ['bun', 'node_modules/@svc/core/bin/start.js']],
-  ['deno', ['deno', 'run', '--allow-all', 'node_modules/@svc/core/bin/start.js']],
+  ['deno', ['deno', 'run', '--allow-all', '--v8-flags=--max-semi-space-size=8,--heap-growing-percent=20,--no-memory-reducer', 'node_modules/@svc/core/bin/start.js']],
 ];
 for (const [runtime, argv] of RUNTIMES) {
   let version;

@@ -157,6 +157,11 @@ describe('the docs', () => {
     expect(dockerfile).toContain(`CMD ["node", ${flags.split(' ').map((f) => JSON.stringify(f)).join(', ')}, "bin/start.js"]`);
     expect(OPERATIONS).toContain(`ExecStart=/usr/bin/node ${flags} bin/start.js`);
     expect(OPERATIONS).toContain(`\`npm start\` is \`${start}\``);
+    // Deno gets the same V8 flags, in npm run start:deno and in the command docs/runtimes.md gives an installed app.
+    const deno = `deno run --allow-all --v8-flags=${flags.split(' ').join(',')}`;
+    const scripts = (JSON.parse(readFileSync(path.join(PROJECT_DIR, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    expect(scripts['start:deno']).toBe(`exec ${deno} bin/start.js`);
+    expect(readFileSync(path.join(PROJECT_DIR, 'docs/runtimes.md'), 'utf8')).toContain(`\`${deno} node_modules/@svc/core/bin/start.js\``);
   });
 
   it('operator: the Dockerfile copies every workspace\'s package.json before npm ci (else npm ci installs without it)', () => {

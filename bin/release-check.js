@@ -203,11 +203,17 @@ step('SIGTERM: exit 0; npx svc user create made a user');
 
 // 3b. On Bun and Deno (docs/runtimes.md), with the command that page gives an installed app, when the
 //     runtime is on PATH (.ci/run puts both there); said loudly when it is not.
-const RUNTIMES = [
-  ['bun', ['bun', 'node_modules/@svc/core/bin/start.js']],
-  ['deno', ['deno', 'run', '--allow-all', '--v8-flags=--max-semi-space-size=8,--heap-growing-percent=20,--no-memory-reducer', 'node_modules/@svc/core/bin/start.js']],
-];
-for (const [runtime, argv] of RUNTIMES) {
+//     The command is this checkout's `npm run start:<runtime>` pointed at the installed package, so the flags
+//     are written once (the readme test ties that script to docs/runtimes.md and to `npm start`'s V8 flags).
+const scripts = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts;
+function installedCommand(runtime) {
+  const script = scripts[`start:${runtime}`] ?? '';
+  const argv = script.replace(/^exec /, '').split(' ');
+  if (argv.at(-1) !== 'bin/start.js') fail(`package.json's start:${runtime} does not end in bin/start.js`, script);
+  return [...argv.slice(0, -1), 'node_modules/@svc/core/bin/start.js'];
+}
+for (const runtime of ['bun', 'deno']) {
+  const argv = installedCommand(runtime);
   let version;
   try {
     version = execFileSync(runtime, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\n')[0].replace(/ \(.*/, '').trim();

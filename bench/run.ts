@@ -27,7 +27,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { baseEnv, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, sleep, startChild, startRedisServer, type Child } from './lib/procs.ts';
 import { commandDelta, LatencyLog, mean, median, parseCommandStats, percentiles, round, type Percentiles } from './lib/stats.ts';
-import { PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, svcBunB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
+import { PINNED_RUNTIME_STACKS, PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, svcBunB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -68,11 +68,21 @@ const LOADER_CPUS = '1';
 for (const [name, n] of Object.entries({ duration: DURATION, warmup: WARMUP, connections: CONNECTIONS, logins: LOGINS, rounds: ROUNDS, runs: RUNS })) {
   if (!Number.isFinite(n) || n < 0 || ((name === 'rounds' || name === 'runs' || name === 'duration') && n < 1)) throw new Error(`--${name}: not a valid number`);
 }
-const only = opts.only ? new Set(opts.only.split(',').map((s) => s.trim())) : PINNED ? new Set(PINNED_STACKS) : null;
 const profiled = new Set((opts['cpu-prof'] ?? '').split(',').filter(Boolean));
 const began = performance.now();
 const elapsed = () => `${((performance.now() - began) / 1000).toFixed(0).padStart(4)}s`;
 const log = (msg: string) => process.stderr.write(`[${elapsed()}] ${msg}\n`);
+const onPath = (command: string) => spawnSync(command, ['--version'], { stdio: 'ignore' }).status === 0;
+/** `--pinned` without `--only`: issue 40's and 59's stacks, svc on Bun and Deno when they are on PATH (said when not). */
+function pinnedStacks(): Set<string> {
+  const ids = new Set(PINNED_STACKS);
+  for (const [id, runtime] of PINNED_RUNTIME_STACKS) {
+    if (onPath(runtime)) ids.add(id);
+    else log(`SKIPPED ${id}: ${runtime} is not on PATH (npm install --no-save --no-package-lock --prefix /tmp/rt ${runtime}, then PATH=/tmp/rt/node_modules/.bin:$PATH)`);
+  }
+  return ids;
+}
+const only = opts.only ? new Set(opts.only.split(',').map((s) => s.trim())) : PINNED ? pinnedStacks() : null;
 
 interface RunResult {
   stack: string;

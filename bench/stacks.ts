@@ -374,5 +374,10 @@ export const STACKS: Stack[] = [
   nodeRaw,
 ];
 
-/** What `--pinned` measures unless `--only` says otherwise: the stacks of issue 40's goals. */
+/** What `--pinned` measures unless `--only` says otherwise: the stacks of issue 40's and issue 59's goals. */
 export const PINNED_STACKS = ['svc', 'svc-cache', 'lean-pipelined', 'lean', 'bare'];
+/** With them, svc on each other runtime found on PATH (issue 59: its ratio to svc on Node in every run). */
+export const PINNED_RUNTIME_STACKS: [id: string, runtime: 'bun' | 'deno'][] = [
+  ['svc-bun', 'bun'],
+  ['svc-deno', 'deno'],
+];

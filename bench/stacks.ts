@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
-import { baseEnv, freePort, npmStartFlags, startChild, waitHealthy, writeDotEnv, type Child } from './lib/procs.ts';
+import { baseEnv, freePort, npmStartFlags, npmStartV8Flags, startChild, waitHealthy, writeDotEnv, type Child } from './lib/procs.ts';
 
 export interface StackContext {
   redisUrl: string;
@@ -91,10 +91,10 @@ const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'obj
  * The flags of svc's `npm start` that every Node stack gets: the ones for speed. `--no-memory-reducer` keeps
  * a process that idles in its first seconds (every stack here waits for the others' runs) from the slower
  * path Node 20 takes for good after V8's first memory-reducing collection (docs/operations.md, "Shutdown"): without it
- * for all, the bench would compare that V8 quirk rather than code. `--max-semi-space-size` and
- * `--heap-growing-percent` are svc's own memory choices (docs/operations.md), and stay svc's.
+ * for all, the bench would compare that V8 quirk rather than code. `--max-semi-space-size`,
+ * `--heap-growing-percent` and `--v8-pool-size` are svc's own memory choices (docs/operations.md), and stay svc's.
  */
-export const sharedNodeFlags = () => npmStartFlags().filter((flag) => !flag.startsWith('--max-semi-space-size') && !flag.startsWith('--heap-growing-percent'));
+export const sharedNodeFlags = () => npmStartFlags().filter((flag) => !['--max-semi-space-size', '--heap-growing-percent', '--v8-pool-size'].some((memory) => flag.startsWith(memory)));
 
 async function startPeer(ctx: StackContext, id: string, file: string, env: Record<string, string> = {}): Promise<RunningStack> {
   const port = await freePort();
@@ -148,7 +148,7 @@ function svcStack(
   runtime: 'node' | 'bun' | 'deno' = 'node',
 ): Stack {
   // Bun and Deno as `npm run start:bun` / `start:deno` run svc (docs/runtimes.md), from PATH.
-  const argv = { node: ['node-js', ...npmStartFlags()], bun: ['bun'], deno: ['deno', 'run', '--allow-all', `--v8-flags=${npmStartFlags().join(',')}`] }[runtime];
+  const argv = { node: ['node-js', ...npmStartFlags()], bun: ['bun'], deno: ['deno', 'run', '--allow-all', `--v8-flags=${npmStartV8Flags().join(',')}`] }[runtime];
   return {
     id,
     label,

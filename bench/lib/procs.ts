@@ -90,6 +90,9 @@ export function npmStartFlags(): string[] {
   return m[1]!.split(' ').filter(Boolean);
 }
 
+/** Those of them that are V8's (Deno takes them as `--v8-flags`): all but Node's own `--v8-pool-size`. */
+export const npmStartV8Flags = (): string[] => npmStartFlags().filter((flag) => !flag.startsWith('--v8-pool-size'));
+
 export function startChild(opts: StartOptions): Child {
   hookExit();
   const [program, ...args] = opts.argv;

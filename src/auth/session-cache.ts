@@ -1,4 +1,5 @@
 import type { SessionRecord } from '../http/env.ts';
+import { DigestTable, NOT_A_DIGEST } from './digest-table.ts';
 
 /** Second chances one eviction may give before the oldest entry goes anyway. */
 const SWEEP_STEPS = 32;
@@ -125,19 +126,24 @@ export class SessionRecordSlots implements RecordSlots<SessionRecord> {
  * - Entries are served for at most `maxAgeMs` after their read: a bound on any failure the connection
  *   does not report (a half-open socket).
  * It also remembers when this instance last pushed each sliding TTL (`touchInterval`) and wrote each
- * "last seen", beside the record. Per session one key string and one map slot holding a small integer,
- * the entry's slot in columns: three epoch times in a Float64Array, two flags in a byte, and the record
- * in `records` (sessions: `SessionRecordSlots`, columns too). No object per entry: 100,000 sessions, see
- * bench/session-cache-memory.ts. API key records (auth/api-keys.ts) are kept the same way, in a cache of
- * their own, as objects (`ObjectSlots`).
- * Bounded by count, evicting with the CLOCK rule (an LRU approximation): `Map` keeps insertion order,
- * a use only flags its entry, and when the cache is full the oldest entry goes unless it was used
- * since, in which case it loses its flag and moves to the young end. A use costs no Map write
- * (moving the entry on every use cost a hot session about half a microsecond per request).
+ * "last seen", beside the record. No object per entry: the hash (a SHA-256 digest, 64 hex characters)
+ * lists the entry's slot in a `DigestTable` (32 bytes in a typed column), and the slot's columns hold
+ * three epoch times in a Float64Array, the flags in a byte, and the record in `records` (sessions:
+ * `SessionRecordSlots`, columns too). 100,000 sessions: bench/session-cache-memory.ts. API key records
+ * (auth/api-keys.ts) are kept the same way, in a cache of their own, as objects (`ObjectSlots`). A hash
+ * that is no digest (nothing svc hashes) finds nothing and keeps nothing.
+ * Bounded by count, evicting with the CLOCK rule (an LRU approximation): a use only flags its entry; when
+ * the cache is full, a hand goes round the slots, and the entry under it goes unless it was used since the
+ * hand last passed, in which case it loses its flag and the hand moves on. A use costs no write beyond its
+ * flag (moving the entry on every use cost a hot session about half a microsecond per request).
  */
 export class SessionCache<R = SessionRecord> {
-  /** hash -> its slot in the columns below (a small integer: nothing more per entry than the key and the map's own slot). */
-  private readonly entries = new Map<string, number>();
+  /** hash -> its slot in the columns below. */
+  private readonly index = new DigestTable();
+  /** Slots listed in `index`. */
+  private count = 0;
+  /** The eviction sweep's next slot (`add`). */
+  private hand = 0;
   /** hash -> the token of the read in flight; an invalidation deletes it. */
   private readonly reading = new Map<string, object>();
   private live = false;
@@ -159,8 +165,8 @@ export class SessionCache<R = SessionRecord> {
 
   /** The cached record, or undefined: not cached, too old, or the cache is not live. */
   get(hash: string, now: number): R | undefined {
-    const slot = this.entries.get(hash);
-    if (slot === undefined || !(this.flags[slot]! & HELD)) return undefined;
+    const slot = this.index.find(hash);
+    if (slot < 0 || !(this.flags[slot]! & HELD)) return undefined;
     if (now - this.times[slot * 3 + READ]! >= this.maxAgeMs) {
       this.drop(slot);
       return undefined;
@@ -174,7 +180,9 @@ export class SessionCache<R = SessionRecord> {
    * write its "last seen": `seenAt`), not done within `intervalMs`; if so, counts it as done.
    */
   due(hash: string, stamp: Stamp, now: number, intervalMs: number): boolean {
-    const slot = this.entries.get(hash) ?? this.add(hash);
+    const found = this.index.find(hash);
+    if (found === NOT_A_DIGEST) return true;
+    const slot = found < 0 ? this.add(hash) : found;
     const at = slot * 3 + (stamp === 'pushedAt' ? PUSHED : SEEN);
     if (now - this.times[at]! < intervalMs) return false; // never done: NaN, not less
     this.times[at] = now;
@@ -183,16 +191,16 @@ export class SessionCache<R = SessionRecord> {
 
   /** When this instance last pushed the session's TTL (epoch ms). */
   pushedAt(hash: string): number | undefined {
-    const slot = this.entries.get(hash);
-    if (slot === undefined) return undefined;
+    const slot = this.index.find(hash);
+    if (slot < 0) return undefined;
     const at = this.times[slot * 3 + PUSHED]!;
     return Number.isNaN(at) ? undefined : at;
   }
 
   /** The write counted by `due` failed: due again on the next request. */
   failed(hash: string, stamp: Stamp): void {
-    const slot = this.entries.get(hash);
-    if (slot !== undefined) this.times[slot * 3 + (stamp === 'pushedAt' ? PUSHED : SEEN)] = NaN;
+    const slot = this.index.find(hash);
+    if (slot >= 0) this.times[slot * 3 + (stamp === 'pushedAt' ? PUSHED : SEEN)] = NaN;
   }
 
   /** Marks a store read of `hash` as started; the token goes to `finish`. Null: nothing will be kept. */
@@ -208,7 +216,9 @@ export class SessionCache<R = SessionRecord> {
     if (this.reading.get(hash) !== token) return;
     this.reading.delete(hash);
     if (!record || !this.live) return;
-    const slot = this.entries.get(hash) ?? this.add(hash);
+    const found = this.index.find(hash);
+    if (found === NOT_A_DIGEST) return;
+    const slot = found < 0 ? this.add(hash) : found;
     this.records.put(slot, record);
     this.times[slot * 3 + READ] = readAt;
     this.flags[slot]! |= HELD;
@@ -216,18 +226,15 @@ export class SessionCache<R = SessionRecord> {
 
   /** Redis says the key changed or went (here or elsewhere): its record is no longer trusted. */
   invalidate(hash: string): void {
-    const slot = this.entries.get(hash);
-    if (slot !== undefined) this.drop(slot);
+    const slot = this.index.find(hash);
+    if (slot >= 0) this.drop(slot);
     this.reading.delete(hash);
   }
 
   /** The session ended here: nothing of it is kept. */
   forget(hash: string): void {
-    const slot = this.entries.get(hash);
-    if (slot !== undefined) {
-      this.entries.delete(hash);
-      this.release(slot);
-    }
+    const slot = this.index.find(hash);
+    if (slot >= 0) this.unlist(slot);
     this.reading.delete(hash);
   }
 
@@ -238,7 +245,7 @@ export class SessionCache<R = SessionRecord> {
   }
 
   clear(): void {
-    for (const slot of this.entries.values()) this.drop(slot);
+    for (let slot = 0; slot < this.next; slot++) this.drop(slot);
     this.reading.clear();
   }
 
@@ -249,34 +256,37 @@ export class SessionCache<R = SessionRecord> {
     this.records.drop(slot);
   }
 
-  /** The slot's entry is gone from `entries`: the slot can serve another. */
-  private release(slot: number): void {
+  /** The slot's entry goes: the slot can serve another. */
+  private unlist(slot: number): void {
+    this.index.remove(slot);
+    this.count--;
     this.drop(slot);
+    this.flags[slot] = 0;
     this.free.push(slot);
   }
 
-  /** A new entry for `hash`: no record, never pushed nor seen, not used. */
+  /** A new entry for `hash` (a digest not listed): no record, never pushed nor seen, not used. */
   private add(hash: string): number {
-    // Room first (the new entry is never the one to go): the oldest entry goes, unless used since
-    // the sweep last passed it; then it moves to the young end without its flag, and the next oldest
-    // is looked at. Each use buys one pass. At most SWEEP_STEPS second chances per eviction, so that a
-    // full cache of hot sessions costs one request a few microseconds, not a walk over all of them.
-    for (let step = 0; this.entries.size >= this.maxEntries; step++) {
-      const [oldest, first] = this.entries.entries().next().value!;
-      this.entries.delete(oldest);
-      if (!(this.flags[first]! & USED) || step >= SWEEP_STEPS) {
-        this.release(first);
+    // Room first (the new entry is never the one to go): the entry under the hand goes, unless used
+    // since the hand last passed it; then it loses its flag and the hand moves on. Each use buys one
+    // pass. At most SWEEP_STEPS second chances per eviction, so that a full cache of hot sessions costs
+    // one request a few microseconds, not a walk over all of them. Full, every slot is listed.
+    for (let step = 0; this.count >= this.maxEntries; step++) {
+      const slot = this.hand;
+      this.hand = slot + 1 === this.next ? 0 : slot + 1;
+      if (!(this.flags[slot]! & USED) || step >= SWEEP_STEPS) {
+        this.unlist(slot);
         break;
       }
-      this.flags[first]! &= ~USED;
-      this.entries.set(oldest, first);
+      this.flags[slot]! &= ~USED;
     }
     const slot = this.free.pop() ?? this.newSlot();
     this.times[slot * 3 + READ] = NaN;
     this.times[slot * 3 + PUSHED] = NaN;
     this.times[slot * 3 + SEEN] = NaN;
     this.flags[slot] = 0;
-    this.entries.set(hash, slot);
+    this.index.insert(hash, slot);
+    this.count++;
     return slot;
   }
 
@@ -290,6 +300,7 @@ export class SessionCache<R = SessionRecord> {
       this.times = grown(this.times, capacity * 3, (n) => new Float64Array(n));
       this.flags = grown(this.flags, capacity, (n) => new Uint8Array(n));
       this.records.grow(capacity);
+      this.index.grow(capacity);
       this.capacity = capacity;
     }
     return this.next++;

@@ -1,0 +1,114 @@
+/** 32-bit words in a SHA-256 digest. */
+const WORDS = 8;
+/** A hex digit's value by character code (-1: not a lower-case hex digit). */
+const HEX = new Int8Array(128).fill(-1);
+for (let d = 0; d < 16; d++) HEX['0123456789abcdef'.charCodeAt(d)] = d;
+
+/** `DigestTable.find` for a string that is no digest: nothing can be kept under it. */
+export const NOT_A_DIGEST = -2;
+
+/**
+ * SHA-256 digests (64 lower-case hex characters, as the store's keys hold them) to slot numbers, for the
+ * local caches (`SessionCache`). A `Map` keyed by the hex string held, per entry, the 80-byte string and
+ * about 35 bytes of the map's table; here a digest is 32 bytes in one `Uint32Array` column (by slot) and
+ * the table is an `Int32Array` (slot + 1, 0: empty) at most half full, open-addressed with linear probing:
+ * about 42 bytes an entry, none of them a heap object (100,000 cached sessions: bench/session-cache-memory.ts).
+ * A digest's first word is already uniform, so it is the table's hash. Removal shifts the entries after it
+ * back (no tombstones), so a lookup never walks past more than one cluster.
+ */
+export class DigestTable {
+  /** WORDS per slot: the digest of the slot's entry (meaningful while it is listed). */
+  private keys = new Uint32Array(0);
+  private table = new Int32Array(0);
+  /** The digest last decoded (`decode`): `lastHash`'s words, or `lastHash` is no digest. */
+  private readonly words = new Uint32Array(WORDS);
+  private lastHash: string | null = null;
+  private lastValid = false;
+
+  /** Room for slots 0 to `capacity - 1` (it only grows): the keys column grows, the table is built again at twice the size. */
+  grow(capacity: number): void {
+    const keys = new Uint32Array(capacity * WORDS);
+    keys.set(this.keys);
+    this.keys = keys;
+    const old = this.table;
+    let size = 2;
+    while (size < capacity * 2) size *= 2;
+    this.table = new Int32Array(size);
+    for (const entry of old) if (entry !== 0) this.table[this.free(this.keys[(entry - 1) * WORDS]!)] = entry;
+  }
+
+  /** The slot listed under `hash`; -1: none; NOT_A_DIGEST: `hash` is no digest. */
+  find(hash: string): number {
+    if (!this.decode(hash)) return NOT_A_DIGEST;
+    const { table, words } = this;
+    const mask = table.length - 1;
+    if (mask < 0) return -1;
+    for (let at = words[0]! & mask; ; at = (at + 1) & mask) {
+      const entry = table[at]!;
+      if (entry === 0) return -1;
+      if (this.holds(entry - 1)) return entry - 1;
+    }
+  }
+
+  /** Lists `slot` under `hash`, a digest `find` has just said is not listed (the table has room: `grow`). */
+  insert(hash: string, slot: number): void {
+    if (!this.decode(hash)) throw new Error('DigestTable.insert: not a SHA-256 hex digest');
+    this.keys.set(this.words, slot * WORDS);
+    this.table[this.free(this.words[0]!)] = slot + 1;
+  }
+
+  /** `slot` is no longer listed (it was). */
+  remove(slot: number): void {
+    const { table } = this;
+    const mask = table.length - 1;
+    let at = this.keys[slot * WORDS]! & mask;
+    while (table[at] !== slot + 1) at = (at + 1) & mask;
+    // Backward shift: an entry further on in the cluster whose home is not between the gap and it moves
+    // into the gap, which moves to where it was; the cluster's end stops it.
+    for (let next = (at + 1) & mask; ; next = (next + 1) & mask) {
+      const entry = table[next]!;
+      if (entry === 0) break;
+      const home = this.keys[(entry - 1) * WORDS]! & mask;
+      const stays = at <= next ? at < home && home <= next : at < home || home <= next;
+      if (stays) continue;
+      table[at] = entry;
+      at = next;
+    }
+    table[at] = 0;
+  }
+
+  /** The first empty place from `first`'s home on. */
+  private free(first: number): number {
+    const mask = this.table.length - 1;
+    let at = first & mask;
+    while (this.table[at] !== 0) at = (at + 1) & mask;
+    return at;
+  }
+
+  private holds(slot: number): boolean {
+    const { keys, words } = this;
+    const base = slot * WORDS;
+    for (let w = 0; w < WORDS; w++) if (keys[base + w] !== words[w]) return false;
+    return true;
+  }
+
+  /** `hash`'s words into `words`; false: not 64 lower-case hex characters. A request asks about its hash several times: decoded once. */
+  private decode(hash: string): boolean {
+    if (hash === this.lastHash) return this.lastValid;
+    this.lastHash = hash;
+    this.lastValid = false;
+    if (hash.length !== WORDS * 8) return false;
+    for (let w = 0; w < WORDS; w++) {
+      let word = 0;
+      for (let i = w * 8; i < w * 8 + 8; i++) {
+        const code = hash.charCodeAt(i);
+        const digit = code < 128 ? HEX[code]! : -1;
+        if (digit < 0) return false;
+        word = (word << 4) | digit;
+      }
+      this.words[w] = word;
+    }
+    this.lastValid = true;
+    return true;
+  }
+}

@@ -1,0 +1,97 @@
+// The local caches' index (src/auth/digest-table.ts): SHA-256 hex digests to slot numbers, open-addressed.
+// The table hashes on a digest's first 8 hex characters, so digests made here with the same first word
+// share a home and form one cluster: the cases a real digest meets rarely, met on purpose.
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { DigestTable, NOT_A_DIGEST } from '../../src/auth/digest-table.ts';
+
+/** A digest whose first word is `first` (its home: `first & (table size - 1)`), the rest from `name`. */
+const digest = (first: number, name: string) => first.toString(16).padStart(8, '0') + createHash('sha256').update(name).digest('hex').slice(8);
+
+function table(capacity: number) {
+  const t = new DigestTable();
+  t.grow(capacity);
+  return t;
+}
+
+describe('DigestTable', () => {
+  it('finds what was inserted, and nothing else', () => {
+    const t = table(8);
+    const a = createHash('sha256').update('a').digest('hex');
+    expect(t.find(a)).toBe(-1);
+    t.insert(a, 3);
+    expect(t.find(a)).toBe(3);
+    expect(t.find(createHash('sha256').update('b').digest('hex'))).toBe(-1);
+  });
+
+  it('a string that is no lower-case hex digest finds nothing and cannot be inserted', () => {
+    const t = table(8);
+    for (const s of ['', 'a', 'A'.repeat(64), 'g'.repeat(64), '0'.repeat(63), '0'.repeat(65), `${'0'.repeat(63)}é`]) {
+      expect(t.find(s)).toBe(NOT_A_DIGEST);
+      expect(() => t.insert(s, 0)).toThrow(/not a SHA-256 hex digest/);
+    }
+    expect(t.find('0'.repeat(64))).toBe(-1);
+  });
+
+  it('one cluster: removing from its middle leaves the rest found (backward shift)', () => {
+    const t = table(8); // 16 places
+    const keys = Array.from({ length: 6 }, (_, i) => digest(5, `k${i}`));
+    keys.forEach((k, slot) => t.insert(k, slot));
+    t.remove(2);
+    expect(t.find(keys[2]!)).toBe(-1);
+    keys.forEach((k, slot) => slot !== 2 && expect(t.find(k)).toBe(slot));
+    t.remove(0);
+    t.remove(5);
+    expect(keys.map((k) => t.find(k))).toEqual([-1, 1, -1, 3, 4, -1]);
+  });
+
+  it('a cluster that wraps round the table end', () => {
+    const t = table(8); // 16 places: home 15, then 0, 1...
+    const wrapped = Array.from({ length: 4 }, (_, i) => digest(15, `w${i}`));
+    const atZero = digest(0, 'z'); // home 0, pushed on by the wrapped ones
+    wrapped.forEach((k, slot) => t.insert(k, slot));
+    t.insert(atZero, 4);
+    t.remove(0); // the one at place 15: the others shift back across the end
+    expect(t.find(wrapped[0]!)).toBe(-1);
+    expect(wrapped.slice(1).map((k) => t.find(k))).toEqual([1, 2, 3]);
+    expect(t.find(atZero)).toBe(4);
+  });
+
+  it('past the table end, an entry whose home is behind the gap stays where it is', () => {
+    const t = table(8);
+    const [x, y1, y2] = [digest(14, 'x'), digest(15, 'y1'), digest(15, 'y2')]; // places 14, 15, 0
+    [x, y1, y2].forEach((k, slot) => t.insert(k, slot));
+    t.remove(0); // the gap at 14: y1 (home 15) and y2 (home 15, at 0) must not move before their home
+    expect([x, y1, y2].map((k) => t.find(k))).toEqual([-1, 1, 2]);
+  });
+
+  it('grows with every entry kept, and agrees with a Map over many random inserts and removals', () => {
+    const t = new DigestTable();
+    const model = new Map<string, number>();
+    const free: number[] = [];
+    let next = 0;
+    let capacity = 0;
+    let seed = 7;
+    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    for (let i = 0; i < 20_000; i++) {
+      // Few homes: long clusters; many names: inserts and removals of both present and absent keys.
+      const key = digest(random(40), `n${random(3000)}`);
+      const slot = model.get(key);
+      if (slot === undefined) {
+        const mine = free.pop() ?? next++;
+        if (mine >= capacity) t.grow((capacity = Math.max(16, capacity * 2)));
+        expect(t.find(key)).toBe(-1);
+        t.insert(key, mine);
+        model.set(key, mine);
+      } else if (random(3) === 0) {
+        expect(t.find(key)).toBe(slot);
+      } else {
+        t.remove(slot);
+        model.delete(key);
+        free.push(slot);
+      }
+    }
+    expect(model.size).toBeGreaterThan(100);
+    for (const [key, slot] of model) expect(t.find(key)).toBe(slot);
+  });
+});

@@ -2,10 +2,23 @@
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { HashThreads, HashThreadsFailed } from '../../src/auth/hash-threads.ts';
-import { hashPassword, verifyPassword } from '../../src/auth/passwords.ts';
+import { hashPassword, hasCharacters, verifyPassword } from '../../src/auth/passwords.ts';
 import { AppError } from '../../src/http/errors.ts';
 
 const PARAMS = { algorithm: 2, memoryCost: 19456, timeCost: 2, parallelism: 1 };
+
+describe('hasCharacters: the length of a new password as a person counts it', () => {
+  it('printable ASCII by its length; emoji, combining marks and CR LF by their graphemes', () => {
+    expect(hasCharacters('abcdefgh', 8)).toBe(true);
+    expect(hasCharacters('abc defg', 8)).toBe(true);
+    expect(hasCharacters('abcdefg', 8)).toBe(false);
+    expect(hasCharacters('😀'.repeat(4), 8)).toBe(false); // 8 UTF-16 units, 4 characters
+    expect(hasCharacters('😀'.repeat(8), 8)).toBe(true);
+    expect(hasCharacters('a\u0301'.repeat(4), 8)).toBe(false); // 4 accented letters in 8 units
+    expect(hasCharacters('\r\n'.repeat(4), 8)).toBe(false); // CR LF is one character
+    expect(hasCharacters('abcdefg\u0301', 8)).toBe(false);
+  });
+});
 
 describe('password checks', () => {
   it('side by side: each answers for its own password, a malformed hash is false, and past (cores - 1) x 17 at once 429', async () => {

@@ -1,7 +1,7 @@
 import type { SessionRecord } from '../http/env.ts';
 import { DigestTable, NOT_A_DIGEST } from './digest-table.ts';
 
-/** Second chances one eviction may give before the oldest entry goes anyway. */
+/** Second chances one eviction may give before the entry under the hand goes anyway. */
 const SWEEP_STEPS = 32;
 
 /** The periodic writes an entry remembers (`SessionCache.due`). */
@@ -140,8 +140,6 @@ export class SessionRecordSlots implements RecordSlots<SessionRecord> {
 export class SessionCache<R = SessionRecord> {
   /** hash -> its slot in the columns below. */
   private readonly index = new DigestTable();
-  /** Slots listed in `index`. */
-  private count = 0;
   /** The eviction sweep's next slot (`add`). */
   private hand = 0;
   /** hash -> the token of the read in flight; an invalidation deletes it. */
@@ -259,7 +257,6 @@ export class SessionCache<R = SessionRecord> {
   /** The slot's entry goes: the slot can serve another. */
   private unlist(slot: number): void {
     this.index.remove(slot);
-    this.count--;
     this.drop(slot);
     this.flags[slot] = 0;
     this.free.push(slot);
@@ -270,8 +267,9 @@ export class SessionCache<R = SessionRecord> {
     // Room first (the new entry is never the one to go): the entry under the hand goes, unless used
     // since the hand last passed it; then it loses its flag and the hand moves on. Each use buys one
     // pass. At most SWEEP_STEPS second chances per eviction, so that a full cache of hot sessions costs
-    // one request a few microseconds, not a walk over all of them. Full, every slot is listed.
-    for (let step = 0; this.count >= this.maxEntries; step++) {
+    // one request a few microseconds, not a walk over all of them. The entries: the slots handed out
+    // less the freed ones; full, every slot is listed.
+    for (let step = 0; this.next - this.free.length >= this.maxEntries; step++) {
       const slot = this.hand;
       this.hand = slot + 1 === this.next ? 0 : slot + 1;
       if (!(this.flags[slot]! & USED) || step >= SWEEP_STEPS) {
@@ -286,7 +284,6 @@ export class SessionCache<R = SessionRecord> {
     this.times[slot * 3 + SEEN] = NaN;
     this.flags[slot] = 0;
     this.index.insert(hash, slot);
-    this.count++;
     return slot;
   }
 

@@ -11,7 +11,8 @@
 // Reported before any session and after each pass: RSS and peak RSS (/proc). With `--live`, also what
 // svc really holds after a forced full GC (heapUsed + external), since V8 sizes its heap to the
 // allocation rate: svc then runs with --expose-gc and test/support/heap-report.ts, which loads tsx and
-// so adds to the RSS (that run's RSS is not the service's). `SVC_NODE_FLAGS="--flag ..."` starts svc with
+// so adds to the RSS (that run's RSS is not the service's). `external` counts the caches' typed columns
+// whole from the start (made for `localCacheSize` slots; only the pages written are resident). `SVC_NODE_FLAGS="--flag ..."` starts svc with
 // those node/V8 flags (e.g. --optimize-for-size, which Node refuses in NODE_OPTIONS).
 import { Redis } from 'ioredis';
 import { createHash, randomBytes } from 'node:crypto';

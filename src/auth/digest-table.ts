@@ -4,6 +4,11 @@ const WORDS = 8;
 const HEX = new Int8Array(128).fill(-1);
 for (let d = 0; d < 16; d++) HEX['0123456789abcdef'.charCodeAt(d)] = d;
 
+/** Entries the first table has room for (at most half full); it doubles as entries come. */
+const FIRST_ENTRIES = 1024;
+/** Places for `entries` entries at most half full: a power of two, so that `& (places - 1)` wraps. */
+const placesFor = (entries: number): number => 2 ** Math.ceil(Math.log2(Math.max(1, entries) * 2));
+
 /** `DigestTable.find` for a string that is no digest: nothing can be kept under it. */
 export const NOT_A_DIGEST = -2;
 
@@ -17,24 +22,24 @@ export const NOT_A_DIGEST = -2;
  * back (no tombstones), so a lookup never walks past more than one cluster.
  */
 export class DigestTable {
-  /** WORDS per slot: the digest of the slot's entry (meaningful while it is listed). */
-  private keys = new Uint32Array(0);
-  private table = new Int32Array(0);
+  /**
+   * WORDS per slot: the digest of the slot's entry (meaningful while it is listed). Made whole at once:
+   * a zeroed buffer this large is memory the OS maps but commits only page by page as slots are first
+   * written, so an emptier cache costs no more, and growing never copies it.
+   */
+  private readonly keys: Uint32Array;
+  /** slot + 1 per place (0: empty), at most half full: built again at twice the size when it would not be. */
+  private table: Int32Array;
+  private listed = 0;
   /** The digest last decoded (`decode`): `lastHash`'s words, or `lastHash` is no digest. */
   private readonly words = new Uint32Array(WORDS);
   private lastHash: string | null = null;
   private lastValid = false;
 
-  /** Room for slots 0 to `capacity - 1` (it only grows): the keys column grows, the table is built again at twice the size. */
-  grow(capacity: number): void {
-    const keys = new Uint32Array(capacity * WORDS);
-    keys.set(this.keys);
-    this.keys = keys;
-    const old = this.table;
-    let size = 2;
-    while (size < capacity * 2) size *= 2;
-    this.table = new Int32Array(size);
-    for (const entry of old) if (entry !== 0) this.table[this.free(this.keys[(entry - 1) * WORDS]!)] = entry;
+  /** For slots 0 to `slots - 1`. */
+  constructor(slots: number) {
+    this.keys = new Uint32Array(slots * WORDS);
+    this.table = new Int32Array(placesFor(Math.min(slots, FIRST_ENTRIES)));
   }
 
   /** The slot listed under `hash`; -1: none; NOT_A_DIGEST: `hash` is no digest. */
@@ -50,11 +55,13 @@ export class DigestTable {
     }
   }
 
-  /** Lists `slot` under `hash`, a digest `find` has just said is not listed (the table has room: `grow`). */
+  /** Lists `slot` under `hash`, a digest `find` has just said is not listed. */
   insert(hash: string, slot: number): void {
     if (!this.decode(hash)) throw new Error('DigestTable.insert: not a SHA-256 hex digest');
+    if ((this.listed + 1) * 2 > this.table.length) this.rebuild(this.table.length * 2);
     this.keys.set(this.words, slot * WORDS);
     this.table[this.free(this.words[0]!)] = slot + 1;
+    this.listed++;
   }
 
   /** `slot` is no longer listed (it was). */
@@ -75,6 +82,14 @@ export class DigestTable {
       at = next;
     }
     table[at] = 0;
+    this.listed--;
+  }
+
+  /** The table at `places` places, its entries listed again. */
+  private rebuild(places: number): void {
+    const old = this.table;
+    this.table = new Int32Array(places);
+    for (const entry of old) if (entry !== 0) this.table[this.free(this.keys[(entry - 1) * WORDS]!)] = entry;
   }
 
   /** The first empty place from `first`'s home on. */

@@ -14,24 +14,14 @@ const SEEN = 2;
 /** A slot's flags (`SessionCache.flags`): its record is kept; served since the eviction sweep last passed it. */
 const HELD = 1;
 const USED = 2;
-/** Slots made at first; the columns then double, up to the cache's size. */
-const FIRST_SLOTS = 1024;
-
-/** A copy of a typed column at a larger length (the slots it had keep their values). */
-function grown<T extends Float64Array | Uint8Array>(column: T, length: number, make: (n: number) => T): T {
-  const next = make(length);
-  next.set(column);
-  return next;
-}
-
 /**
  * Where a cache keeps its records, by slot number (`SessionCache`). The default keeps each record as it
  * was given (`ObjectSlots`); a store that knows the record's shape keeps its fields in columns instead
  * (`SessionRecordSlots`), and hands out a new object on each `get`.
  */
 export interface RecordSlots<R> {
-  /** Room for slots 0 to `capacity - 1` (it only grows). */
-  grow(capacity: number): void;
+  /** Room for slots 0 to `slots - 1`: called once, before any `put`. */
+  reserve(slots: number): void;
   put(slot: number, record: R): void;
   get(slot: number): R;
   /** The slot's record is no longer kept: let go of what it references. */
@@ -41,7 +31,7 @@ export interface RecordSlots<R> {
 /** Records kept as they were given: one object each (API key records). */
 export class ObjectSlots<R> implements RecordSlots<R> {
   private readonly records: (R | undefined)[] = [];
-  grow(): void {}
+  reserve(): void {}
   put(slot: number, record: R): void {
     this.records[slot] = record;
   }
@@ -56,34 +46,43 @@ export class ObjectSlots<R> implements RecordSlots<R> {
 /** `SessionRecordSlots`' flags. */
 const ADMIN = 1;
 const TOTP = 2;
-/** Distinct provider names kept as one string each (`SessionRecordSlots`); past this many, as read. */
-const PROVIDER_NAMES = 256;
+/** Distinct provider names numbered (`SessionRecordSlots`: 1 to 255, in a byte); past them, a name is kept by slot. */
+const PROVIDER_NAMES = 255;
 
 /**
  * Session records (CONTRACT section 3's fields) in columns, as the cache keeps them for
- * `auth.session.localCache`: per slot a pointer to the user id, one to the provider name (one string per
- * distinct name), the two epoch times in a Float64Array and the two flags in a byte. A parsed record is
- * an object, two heap numbers and the strings; kept as such, 100,000 cached sessions held about 10 MB
- * more (bench/session-cache-memory.ts). `get` builds the record again (what a request reads of it:
- * `sessionOf` in sessions.ts).
+ * `auth.session.localCache`: per slot a pointer to the user id, the provider name's number (one string
+ * per distinct name, numbered in a byte), the two epoch times in a Float64Array and the two flags in a
+ * byte. A parsed record is an object, two heap numbers and the strings; kept as such, 100,000 cached
+ * sessions held about 10 MB more (bench/session-cache-memory.ts). `get` builds the record again (what a
+ * request reads of it: `sessionOf` in sessions.ts).
  */
 export class SessionRecordSlots implements RecordSlots<SessionRecord> {
   private readonly userIds: (string | undefined)[] = [];
-  private readonly providers: (string | undefined)[] = [];
+  /** The provider name's number per slot (`names`); 0: the name is in `otherProviders`. */
+  private providerNumbers = new Uint8Array(0);
+  /** Provider names by number (0 unused). */
+  private readonly names: string[] = [''];
+  private readonly numbers = new Map<string, number>();
+  /** Names past the numbered ones, by slot. */
+  private readonly otherProviders = new Map<number, string>();
   /** createdAt, expiresAt: two per slot. */
   private times = new Float64Array(0);
   /** ADMIN | TOTP. */
   private bits = new Uint8Array(0);
-  private readonly names = new Map<string, string>();
 
-  grow(capacity: number): void {
-    this.times = grown(this.times, capacity * 2, (n) => new Float64Array(n));
-    this.bits = grown(this.bits, capacity, (n) => new Uint8Array(n));
+  reserve(slots: number): void {
+    this.providerNumbers = new Uint8Array(slots);
+    this.times = new Float64Array(slots * 2);
+    this.bits = new Uint8Array(slots);
   }
 
   put(slot: number, record: SessionRecord): void {
     this.userIds[slot] = record.userId;
-    this.providers[slot] = this.name(record.provider);
+    const number = this.number(record.provider);
+    this.providerNumbers[slot] = number;
+    if (number === 0) this.otherProviders.set(slot, record.provider);
+    else this.otherProviders.delete(slot);
     this.times[slot * 2] = record.createdAt;
     this.times[slot * 2 + 1] = record.expiresAt;
     this.bits[slot] = (record.isAdmin ? ADMIN : 0) | (record.totp ? TOTP : 0);
@@ -93,7 +92,8 @@ export class SessionRecordSlots implements RecordSlots<SessionRecord> {
     const bits = this.bits[slot]!;
     const userId = this.userIds[slot]!;
     const isAdmin = (bits & ADMIN) !== 0;
-    const provider = this.providers[slot]!;
+    const number = this.providerNumbers[slot]!;
+    const provider = number !== 0 ? this.names[number]! : this.otherProviders.get(slot)!;
     const createdAt = this.times[slot * 2]!;
     const expiresAt = this.times[slot * 2 + 1]!;
     return bits & TOTP ? { userId, isAdmin, provider, createdAt, expiresAt, totp: true } : { userId, isAdmin, provider, createdAt, expiresAt };
@@ -101,15 +101,17 @@ export class SessionRecordSlots implements RecordSlots<SessionRecord> {
 
   drop(slot: number): void {
     this.userIds[slot] = undefined;
-    this.providers[slot] = undefined;
+    if (this.providerNumbers[slot] === 0) this.otherProviders.delete(slot);
   }
 
-  /** One string per provider name (a parsed record brings its own copy of it). */
-  private name(provider: string): string {
-    const known = this.names.get(provider);
+  /** The provider name's number, numbering it if there is room; 0: none. */
+  private number(provider: string): number {
+    const known = this.numbers.get(provider);
     if (known !== undefined) return known;
-    if (this.names.size < PROVIDER_NAMES) this.names.set(provider, provider);
-    return provider;
+    if (this.names.length > PROVIDER_NAMES) return 0;
+    this.numbers.set(provider, this.names.length);
+    this.names.push(provider);
+    return this.names.length - 1;
   }
 }
 
@@ -139,18 +141,16 @@ export class SessionRecordSlots implements RecordSlots<SessionRecord> {
  */
 export class SessionCache<R = SessionRecord> {
   /** hash -> its slot in the columns below. */
-  private readonly index = new DigestTable();
+  private readonly index: DigestTable;
   /** The eviction sweep's next slot (`add`). */
   private hand = 0;
   /** hash -> the token of the read in flight; an invalidation deletes it. */
   private readonly reading = new Map<string, object>();
   private live = false;
   /** Epoch ms, three per slot (READ, PUSHED, SEEN); NaN: never (an interval since NaN is never short: `due`). */
-  private times = new Float64Array(0);
+  private readonly times: Float64Array;
   /** HELD | USED, one byte per slot. */
-  private flags = new Uint8Array(0);
-  /** Slots made so far (the columns' length). */
-  private capacity = 0;
+  private readonly flags: Uint8Array;
   /** Slots below it were handed out once; freed ones wait in `free`. */
   private next = 0;
   private readonly free: number[] = [];
@@ -159,7 +159,15 @@ export class SessionCache<R = SessionRecord> {
     private readonly maxEntries: number,
     private readonly maxAgeMs: number,
     private readonly records: RecordSlots<R> = new ObjectSlots<R>(),
-  ) {}
+  ) {
+    // One slot per entry the cache may hold, all made now (no entry is added to a full cache before one
+    // goes): zeroed typed columns, which the OS commits page by page as slots are first used, so a cache
+    // that never fills costs what it holds, and none is ever copied to grow.
+    this.index = new DigestTable(maxEntries);
+    this.times = new Float64Array(maxEntries * 3);
+    this.flags = new Uint8Array(maxEntries);
+    records.reserve(maxEntries);
+  }
 
   /** The cached record, or undefined: not cached, too old, or the cache is not live. */
   get(hash: string, now: number): R | undefined {
@@ -278,28 +286,12 @@ export class SessionCache<R = SessionRecord> {
       }
       this.flags[slot]! &= ~USED;
     }
-    const slot = this.free.pop() ?? this.newSlot();
+    const slot = this.free.pop() ?? this.next++;
     this.times[slot * 3 + READ] = NaN;
     this.times[slot * 3 + PUSHED] = NaN;
     this.times[slot * 3 + SEEN] = NaN;
     this.flags[slot] = 0;
     this.index.insert(hash, slot);
     return slot;
-  }
-
-  /**
-   * A slot never used before. The columns double when full, up to `maxEntries` (no more slots are ever
-   * in use: an entry goes before one is added to a full cache), so a full cache of 100,000 has 100,000.
-   */
-  private newSlot(): number {
-    if (this.next === this.capacity) {
-      const capacity = Math.min(this.maxEntries, Math.max(FIRST_SLOTS, this.capacity * 2));
-      this.times = grown(this.times, capacity * 3, (n) => new Float64Array(n));
-      this.flags = grown(this.flags, capacity, (n) => new Uint8Array(n));
-      this.records.grow(capacity);
-      this.index.grow(capacity);
-      this.capacity = capacity;
-    }
-    return this.next++;
   }
 }

@@ -147,7 +147,7 @@ describe('SessionCache', () => {
     expect([cache.get(h('a'), 2), cache.get(h('b'), 2)].filter(Boolean)).toHaveLength(1);
   });
 
-  it('more entries than the first columns hold: slots grow, and the slots of evicted and forgotten entries serve new ones', () => {
+  it('thousands of entries, each in a slot of its own; the slots of evicted and forgotten entries serve new ones', () => {
     const cache = live(3000, 60_000);
     for (let i = 0; i < 3000; i++) fill(cache, h(`h${i}`), `u${i}`, i);
     for (let i = 0; i < 3000; i++) expect(cache.get(h(`h${i}`), 3000)?.userId).toBe(`u${i}`);
@@ -179,6 +179,18 @@ describe('SessionRecordSlots', () => {
     expect(c.get(h('a'), t0 + 1)).toStrictEqual(records.a);
     expect(c.get(h('b'), t0 + 1)).toStrictEqual(records.b);
     expect('totp' in c.get(h('b'), t0 + 1)!).toBe(false);
+  });
+
+  it('past 255 distinct provider names, each record still gives back its own', () => {
+    const c = new SessionCache(400, 60_000, new SessionRecordSlots());
+    c.setLive(true);
+    const record = (i: number): SessionRecord => ({ userId: `u${i}`, isAdmin: false, provider: `p${i}`, createdAt: t0, expiresAt: t0 + i });
+    for (let i = 0; i < 300; i++) c.finish(h(`s${i}`), c.begin(h(`s${i}`))!, record(i), t0);
+    for (let i = 0; i < 300; i++) expect(c.get(h(`s${i}`), t0 + 1)).toStrictEqual(record(i));
+    c.invalidate(h('s299')); // a named-by-slot one goes; its slot's next record brings its own name
+    c.finish(h('s299'), c.begin(h('s299'))!, { ...record(299), provider: 'password' }, t0);
+    expect(c.get(h('s299'), t0 + 1)?.provider).toBe('password');
+    expect(c.get(h('s298'), t0 + 1)?.provider).toBe('p298');
   });
 
   it('a record read again replaces the one kept; an invalidated one is gone', () => {

@@ -12,7 +12,9 @@
  * - Every URL of the document that svc's server will call must pass the provider URL rule
  *   (`provider-urls.ts`): the admin vetted the issuer, not what the issuer's document points at.
  */
-import { createRemoteJWKSet, customFetch, type JWTVerifyGetKey } from 'jose';
+import type { JWTVerifyGetKey } from 'jose';
+// jose's own subpath modules: `from 'jose'` loads all 109 of its modules at start-up (0.4 MB more heap).
+import { createRemoteJWKSet, customFetch } from 'jose/jwks/remote';
 import * as oauth from 'oauth4webapi';
 import { providerFetch } from './outbound.ts';
 import { providerUrlProblem } from './provider-urls.ts';

@@ -1,5 +1,5 @@
-import * as arctic from 'arctic';
 import * as v from 'valibot';
+import { loadArctic } from '../../src/auth/oauth/arctic.ts';
 import { catalog, discoverArcticProviders } from '../../src/auth/oauth/catalog.ts';
 import { createProviderSchema, defaultTrustEmailVerified, OIDC_DEFAULT_SCOPES, patchProviderSchema, toPublicProvider } from '../../src/auth/oauth/providers.ts';
 import { checkProvider } from '../../src/auth/oauth/provider-check.ts';
@@ -18,9 +18,9 @@ export const availableProviders = ({ auth, config }: ServerInstance) =>
     path: '/auth/available-providers',
     onRequest: auth.authenticate({ admin: true }),
     schema: { summary: 'Providers that can be configured (admin)', tags },
-    handler: (c) => {
+    handler: async (c) => {
       const byClass = new Map(catalog.map((e) => [e.className, e]));
-      const builtins = discoverArcticProviders(arctic as unknown as Record<string, unknown>)
+      const builtins = discoverArcticProviders((await loadArctic()) as unknown as Record<string, unknown>)
         .map((className) => byClass.get(className))
         .filter((e) => e !== undefined)
         .map((e) => ({ providerId: e.id, type: 'arctic' as const, label: e.label, pkce: e.pkce !== 'none', configKeys: e.configKeys, defaultScopes: e.defaultScopes }));

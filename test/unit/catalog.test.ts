@@ -7,11 +7,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as arctic from 'arctic';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { loadArctic } from '../../src/auth/oauth/arctic.ts';
 import { catalog, catalogEntry, discoverArcticProviders } from '../../src/auth/oauth/catalog.ts';
 import type { ArcticClient, CatalogEntry } from '../../src/auth/oauth/catalog-types.ts';
 import { mapUserInfo, type Profile } from '../../src/auth/oauth/profile.ts';
 
 const arcticModule = arctic as unknown as Record<string, unknown>;
+// What providerClient does first: the entries' adapters read arctic through `arctic()` (src/auth/oauth/arctic.ts).
+await loadArctic();
 const providersDir = fileURLToPath(new URL('../../node_modules/arctic/dist/providers/', import.meta.url));
 const classOf = (entry: CatalogEntry) => arcticModule[entry.className] as new (...args: never[]) => ArcticClient;
 

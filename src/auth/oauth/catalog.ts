@@ -12,8 +12,9 @@
  * The few classes whose methods differ from that shape get an adapter on the instance (see `patch`).
  */
 import { createPrivateKey } from 'node:crypto';
-import { CodeChallengeMethod, OAuth2Client, OAuth2Tokens } from 'arctic';
+import type { OAuth2Tokens } from 'arctic';
 import * as oauth from 'oauth4webapi';
+import { arctic } from './arctic.ts';
 import type { ArcticClient, CatalogEntry, ClientOptions, UserInfoSource } from './catalog-types.ts';
 import { providerFetch } from './outbound.ts';
 import { mapUserInfo, type Profile } from './profile.ts';
@@ -131,7 +132,7 @@ async function exchangeWithPostedSecret(tokenEndpoint: string, o: ClientOptions,
     [oauth.customFetch]: providerFetch,
     signal: AbortSignal.timeout(USERINFO_TIMEOUT_MS),
   });
-  return new OAuth2Tokens(await oauth.processAuthorizationCodeResponse(as, client, res));
+  return new (arctic().OAuth2Tokens)(await oauth.processAuthorizationCodeResponse(as, client, res));
 }
 
 /** Apple's .p8 key (PEM or bare base64), kept in the provider document's write-only `clientSecret`. */
@@ -366,9 +367,9 @@ export const catalog: CatalogEntry[] = [
     configKeys: [],
     defaultScopes: ['wallet:user:read', 'wallet:user:email'],
     create: (Class, o) => {
-      const oauth2 = new OAuth2Client(o.clientId, o.clientSecret, o.redirectUri);
+      const oauth2 = new (arctic().OAuth2Client)(o.clientId, o.clientSecret, o.redirectUri);
       const client = patch(basic(Class, o), 'createAuthorizationURL', () => (state, verifier, scopes) =>
-        oauth2.createAuthorizationURLWithPKCE('https://login.coinbase.com/oauth2/auth', String(state), CodeChallengeMethod.S256, String(verifier), list(scopes).map(String)),
+        oauth2.createAuthorizationURLWithPKCE('https://login.coinbase.com/oauth2/auth', String(state), arctic().CodeChallengeMethod.S256, String(verifier), list(scopes).map(String)),
       );
       return patch(client, 'validateAuthorizationCode', () => (code, verifier) => exchangeWithPostedSecret('https://login.coinbase.com/oauth2/token', o, String(code), String(verifier)));
     },
@@ -678,9 +679,9 @@ export const catalog: CatalogEntry[] = [
     defaultScopes: ['read:accounts'],
     create: (Class, o) => {
       const base = trimSlash(need(o.config, 'baseURL'));
-      const oauth = new OAuth2Client(o.clientId, o.clientSecret, o.redirectUri);
+      const oauth = new (arctic().OAuth2Client)(o.clientId, o.clientSecret, o.redirectUri);
       const client = patch(scoped('baseURL', 'required')(Class, o), 'createAuthorizationURL', () => (state, verifier, scopes) =>
-        oauth.createAuthorizationURLWithPKCE(`${base}/oauth/authorize`, String(state), CodeChallengeMethod.S256, String(verifier), list(scopes).map(String)),
+        oauth.createAuthorizationURLWithPKCE(`${base}/oauth/authorize`, String(state), arctic().CodeChallengeMethod.S256, String(verifier), list(scopes).map(String)),
       );
       return patch(client, 'validateAuthorizationCode', () => (code, verifier) => oauth.validateAuthorizationCode(`${base}/oauth/token`, String(code), String(verifier)));
     },
@@ -1027,9 +1028,9 @@ export const catalog: CatalogEntry[] = [
     configKeys: [],
     defaultScopes: ['vkid.personal_info', 'email'],
     create: (Class, o) => {
-      const oauth2 = new OAuth2Client(o.clientId, null, o.redirectUri);
+      const oauth2 = new (arctic().OAuth2Client)(o.clientId, null, o.redirectUri);
       const client = patch(basic(Class, o), 'createAuthorizationURL', () => (state, verifier, scopes) =>
-        oauth2.createAuthorizationURLWithPKCE('https://id.vk.ru/authorize', String(state), CodeChallengeMethod.S256, String(verifier), list(scopes).map(String)),
+        oauth2.createAuthorizationURLWithPKCE('https://id.vk.ru/authorize', String(state), arctic().CodeChallengeMethod.S256, String(verifier), list(scopes).map(String)),
       );
       return patch(client, 'validateAuthorizationCode', () => async (code, verifier, params) => {
         const callback = params instanceof URLSearchParams ? params : new URLSearchParams();
@@ -1052,7 +1053,7 @@ export const catalog: CatalogEntry[] = [
         const json = obj(await res.json().catch(() => ({})));
         if (!res.ok || typeof json.access_token !== 'string') throw new Error(`VK ID answered ${res.status} ${str(json.error) ?? ''}`.trim());
         // The profile call needs the client id too: it travels with the tokens (never shown to anyone).
-        return new OAuth2Tokens({ ...json, svc_client_id: o.clientId });
+        return new (arctic().OAuth2Tokens)({ ...json, svc_client_id: o.clientId });
       });
     },
     userInfo: custom(

@@ -1,5 +1,5 @@
-import * as arctic from 'arctic';
-import { decodeIdToken, OAuth2Client, type OAuth2Tokens } from 'arctic';
+import type { OAuth2Tokens } from 'arctic';
+import { arctic, loadArctic } from './arctic.ts';
 import type { ArcticClient, CatalogEntry, ProviderClient } from './catalog-types.ts';
 import { catalogEntry } from './catalog.ts';
 import { oidcClient } from './oidc-client.ts';
@@ -38,13 +38,13 @@ function withScopes(url: URL, scopes: string[]): URL {
 
 function customClient(doc: ProviderDoc, secret: string): ProviderClient {
   const { authorizationEndpoint, tokenEndpoint, userInfoEndpoint, pkce = true, userInfoAuthorizationScheme = 'Bearer' } = doc.config;
-  const client = new OAuth2Client(doc.clientId, secret || null, doc.redirectUri);
+  const client = new (arctic().OAuth2Client)(doc.clientId, secret || null, doc.redirectUri);
   return {
     pkce,
     authorizationUrl: (state, verifier) =>
       withScopes(
         pkce && verifier
-          ? client.createAuthorizationURLWithPKCE(authorizationEndpoint!, state, arctic.CodeChallengeMethod.S256, verifier, doc.scopes)
+          ? client.createAuthorizationURLWithPKCE(authorizationEndpoint!, state, arctic().CodeChallengeMethod.S256, verifier, doc.scopes)
           : client.createAuthorizationURL(authorizationEndpoint!, state, doc.scopes),
         doc.scopes,
       ),
@@ -64,7 +64,7 @@ function customClient(doc: ProviderDoc, secret: string): ProviderClient {
 const verified = new WeakMap<OAuth2Tokens, { claims: Record<string, unknown>; callback: URLSearchParams }>();
 
 function builtinClient(doc: ProviderDoc, secret: string, entry: CatalogEntry): ProviderClient {
-  const Class = (arctic as unknown as Record<string, new (...args: never[]) => ArcticClient>)[entry.className];
+  const Class = (arctic() as unknown as Record<string, new (...args: never[]) => ArcticClient>)[entry.className];
   if (!Class) throw new Error(`arctic does not export ${entry.className}`);
   const client = entry.create(Class, { clientId: doc.clientId, clientSecret: secret, redirectUri: doc.redirectUri, config: doc.config }) as unknown as {
     createAuthorizationURL(...args: unknown[]): URL;
@@ -98,7 +98,7 @@ function builtinClient(doc: ProviderDoc, secret: string, entry: CatalogEntry): P
         return { raw: checked.claims, profile: source.map(checked.claims, checked.callback) };
       }
       if (source.kind === 'idToken') {
-        const raw = decodeIdToken(tokens.idToken()) as Record<string, unknown>;
+        const raw = arctic().decodeIdToken(tokens.idToken()) as Record<string, unknown>;
         return { raw, profile: (source.map ?? mapUserInfo)(raw) };
       }
       if (source.kind === 'custom') return source.fetch(tokens, doc.config, providerFetch);
@@ -124,9 +124,11 @@ function withoutVerifiedClaim(client: ProviderClient): ProviderClient {
  * The client for a provider document: arctic's class for built-ins, arctic's OAuth2Client for custom
  * ones, the issuer's discovery document for OpenID providers (`issuers` caches those). Its profile
  * carries only a verified claim svc believes, so the account resolution and the login handlers never
- * see one from an untrusted provider (`emailVerifiedBy` is the whole rule).
+ * see one from an untrusted provider (`emailVerifiedBy` is the whole rule). The first one loads arctic
+ * (arctic.ts), which everything behind it then reads with `arctic()`.
  */
-export function providerClient(doc: ProviderDoc, clientSecret: string, issuers: OidcIssuers): ProviderClient {
+export async function providerClient(doc: ProviderDoc, clientSecret: string, issuers: OidcIssuers): Promise<ProviderClient> {
+  await loadArctic();
   let client: ProviderClient;
   if (doc.type === 'custom') client = customClient(doc, clientSecret);
   else if (doc.type === 'oidc') client = oidcClient(doc, clientSecret, issuers);

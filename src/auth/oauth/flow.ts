@@ -1,5 +1,4 @@
 import type { OAuth2Tokens } from 'arctic';
-import { generateCodeVerifier, generateState } from 'arctic';
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import type { Config } from '../../config/load.ts';
@@ -14,6 +13,7 @@ import type { Session, SessionService } from '../sessions.ts';
 import { totpEnabled } from '../totp.ts';
 import { epochOf, isAdmin, ownsEmail, type UserDoc, type UserService } from '../users.ts';
 import type { AccountLinks } from './accounts.ts';
+import { arctic } from './arctic.ts';
 import { OAuthFlowError, providerClient } from './client.ts';
 import { cleanProfile, MAX_ACCOUNT_ID_LENGTH, personName, type Profile } from './profile.ts';
 import { emailVerifiedBy, type ProviderDoc, type ProviderService } from './providers.ts';
@@ -177,11 +177,11 @@ export class OAuthFlow {
   async start(c: Context, providerId: string, link?: UserDoc): Promise<string> {
     const doc = await this.providers.find(providerId);
     if (!doc?.enabled) throw new OAuthFlowError('provider_not_found', `provider "${providerId}" is not configured or not enabled`);
-    const client = providerClient(doc, this.providers.clientSecret(doc), this.providers.issuers);
-    const state = generateState();
-    const codeVerifier = client.pkce ? generateCodeVerifier() : null;
+    const client = await providerClient(doc, this.providers.clientSecret(doc), this.providers.issuers);
+    const state = arctic().generateState();
+    const codeVerifier = client.pkce ? arctic().generateCodeVerifier() : null;
     // Same generator as the state: 32 random bytes, base64url.
-    const nonce = client.nonce ? generateState() : null;
+    const nonce = client.nonce ? arctic().generateState() : null;
     // Built before anything is stored: an OpenID provider whose discovery fails leaves no record behind.
     let url: URL;
     try {
@@ -242,7 +242,7 @@ export class OAuthFlow {
     const record = JSON.parse(raw) as StateRecord;
     if (record.providerId !== providerId) throw new OAuthFlowError('invalid_state', 'state belongs to another provider');
 
-    const client = providerClient(doc, this.providers.clientSecret(doc), this.providers.issuers);
+    const client = await providerClient(doc, this.providers.clientSecret(doc), this.providers.issuers);
     if (!code) throw new OAuthFlowError('token_exchange_failed', 'the callback has no code');
     let tokens: OAuth2Tokens;
     try {

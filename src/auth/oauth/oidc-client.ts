@@ -10,7 +10,8 @@
  * The profile is the id_token's claims, completed by the userinfo endpoint when the issuer has one
  * (its `sub` must be the id_token's).
  */
-import { OAuth2Tokens } from 'arctic';
+import type { OAuth2Tokens } from 'arctic';
+import { arctic } from './arctic.ts';
 // jose's own subpath modules: `from 'jose'` loads all 109 of its modules at start-up (0.4 MB more heap).
 import { jwtVerify } from 'jose/jwt/verify';
 import * as oauth from 'oauth4webapi';
@@ -75,7 +76,7 @@ export function oidcClient(doc: ProviderDoc, secret: string, issuers: OidcIssuer
       const algorithms = (as.id_token_signing_alg_values_supported ?? ['RS256']).filter((alg) => ASYMMETRIC.test(alg));
       // The signature, against the issuer's published keys (refetched once for an unknown `kid`).
       await jwtVerify(body.id_token!, await issuers.keys(issuer), { issuer: as.issuer, audience: doc.clientId, algorithms });
-      const tokens = new OAuth2Tokens(body);
+      const tokens = new (arctic().OAuth2Tokens)(body);
       verifiedClaims.set(tokens, claims);
       return tokens;
     },

@@ -16,8 +16,8 @@
  * SVC_ALLOW_INSECURE_PROVIDER_URLS=1), no redirect is followed, the request and its body are bounded in
  * time (CHECK_TIMEOUT_MS) and size (MAX_CHECK_BYTES). The answer names what was checked, never a secret.
  */
-import { generateCodeVerifier, generateState } from 'arctic';
 import { AnswerTooLarge, readBounded } from '../../http/read-bounded.ts';
+import { arctic } from './arctic.ts';
 import { providerClient } from './client.ts';
 import type { OidcIssuers } from './oidc-issuers.ts';
 import { providerUrlProblem } from './provider-urls.ts';
@@ -45,8 +45,8 @@ export async function checkProvider(doc: ProviderDoc, clientSecret: string, issu
   if (doc.type === 'oidc') return checkDiscovery(doc.config.issuer ?? '', allowInsecure);
   let url: string;
   try {
-    const client = providerClient(doc, clientSecret, issuers);
-    url = (await client.authorizationUrl(generateState(), client.pkce ? generateCodeVerifier() : null, client.nonce ? generateState() : null)).toString();
+    const client = await providerClient(doc, clientSecret, issuers);
+    url = (await client.authorizationUrl(arctic().generateState(), client.pkce ? arctic().generateCodeVerifier() : null, client.nonce ? arctic().generateState() : null)).toString();
   } catch (err) {
     return { ok: false, checked: '', message: `the authorization URL cannot be built: ${(err as Error).message}` };
   }

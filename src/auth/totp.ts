@@ -1,6 +1,5 @@
 import { createHash, createHmac, randomInt } from 'node:crypto';
-import { Secret, TOTP } from 'otpauth';
-import { renderSVG } from 'uqr';
+import type { TOTP } from 'otpauth';
 import { AppError } from '../http/errors.ts';
 import { sealedRecord, type SecretBox } from './oauth/secrets.ts';
 import { atEpoch, epochOf, type UserDoc, type UserService } from './users.ts';
@@ -11,6 +10,10 @@ const PERIOD = 30;
 const RECOVERY_CODES = 10;
 /** Crockford-like alphabet: no 0/O, 1/I/L confusion when a person types a code from paper. */
 const ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
+
+/** Loaded on first use: an instance whose users never turn TOTP on does not carry them (0.8 MB of heap). */
+const otpauth = () => import('otpauth');
+const uqr = () => import('uqr');
 
 export const totpEnabled = (user: UserDoc) => Boolean(user.totp?.secret);
 
@@ -30,7 +33,8 @@ function recoveryCode(): string {
  * width and height of its own (uqr's SVG has only a viewBox), so an `<img>` shows it at the size the
  * earlier PNG had instead of stretching it to its container.
  */
-function qrCodeDataUrl(text: string): string {
+async function qrCodeDataUrl(text: string): Promise<string> {
+  const { renderSVG } = await uqr();
   const svg = renderSVG(text, { ecc: 'M', border: 2, pixelSize: 4 });
   const side = /viewBox="0 0 (\d+) \d+"/.exec(svg)![1];
   const sized = svg.replace('<svg ', `<svg width="${side}" height="${side}" `);
@@ -48,20 +52,22 @@ export class TotpService {
     private readonly issuer = 'svc',
   ) {}
 
-  private totp(user: UserDoc, sealed: string): TOTP {
+  private async totp(user: UserDoc, sealed: string): Promise<TOTP> {
+    const { Secret, TOTP } = await otpauth();
     return new TOTP({ issuer: this.issuer, label: user.email, secret: Secret.fromBase32(this.secrets.open(sealed, sealedRecord.totp(user._id))), period: PERIOD, digits: 6, algorithm: 'SHA1' });
   }
 
   /** Starts (or restarts) an enrolment: the secret stays pending until a first code confirms it. */
   async enroll(user: UserDoc): Promise<{ otpauthUri: string; qrCode: string }> {
     if (totpEnabled(user)) throw new AppError(409, 'totp_enabled', 'Two-factor authentication is already on; turn it off first');
+    const { Secret, TOTP } = await otpauth();
     const secret = new Secret({ size: 20 });
     // Only while no lifecycle event (a claim, a reset) came between reading the user and this write.
     if (!(await this.users.users.updateOne(atEpoch(user._id, epochOf(user)), { $set: { 'totp.pending': this.secrets.seal(secret.base32, sealedRecord.totp(user._id)) } }))) {
       throw new AppError(409, 'account_changed', 'The account changed meanwhile: start again');
     }
     const otpauthUri = new TOTP({ issuer: this.issuer, label: user.email, secret, period: PERIOD, digits: 6, algorithm: 'SHA1' }).toString();
-    return { otpauthUri, qrCode: qrCodeDataUrl(otpauthUri) };
+    return { otpauthUri, qrCode: await qrCodeDataUrl(otpauthUri) };
   }
 
   /** Confirms the pending enrolment with a first code; returns the recovery codes, shown this once. */
@@ -69,7 +75,7 @@ export class TotpService {
     if (totpEnabled(user)) throw new AppError(409, 'totp_enabled', 'Two-factor authentication is already on');
     const pending = user.totp?.pending;
     if (!pending) throw new AppError(409, 'totp_not_enrolled', 'Nothing to confirm: start with POST /auth/totp/enroll');
-    const step = this.matchingStep(this.totp(user, pending), code);
+    const step = this.matchingStep(await this.totp(user, pending), code);
     if (step === null) throw new AppError(400, 'invalid_code', 'The code is wrong or expired');
     const codes = Array.from({ length: RECOVERY_CODES }, recoveryCode);
     const opened = this.secrets.open(pending, sealedRecord.totp(user._id));
@@ -98,7 +104,7 @@ export class TotpService {
    */
   async verifyCode(user: UserDoc, code: string): Promise<boolean> {
     if (!user.totp?.secret) return false;
-    const step = this.matchingStep(this.totp(user, user.totp.secret), code);
+    const step = this.matchingStep(await this.totp(user, user.totp.secret), code);
     if (step === null) return false;
     const filter = user.totp.lastStep === undefined ? { _id: user._id, 'totp.lastStep': { $exists: false } } : { _id: user._id, 'totp.lastStep': { $lt: step } };
     return (await this.users.users.updateOne(filter, { $set: { 'totp.lastStep': step } })) !== null;

@@ -1,5 +1,6 @@
 import type { SessionRecord } from '../http/env.ts';
 import { DigestTable, NOT_A_DIGEST } from './digest-table.ts';
+import { PackedIds } from './packed-ids.ts';
 
 /** Second chances one eviction may give before the entry under the hand goes anyway. */
 const SWEEP_STEPS = 32;
@@ -51,14 +52,15 @@ const PROVIDER_NAMES = 255;
 
 /**
  * Session records (CONTRACT section 3's fields) in columns, as the cache keeps them for
- * `auth.session.localCache`: per slot a pointer to the user id, the provider name's number (one string
- * per distinct name, numbered in a byte), the two epoch times in a Float64Array and the two flags in a
- * byte. A parsed record is an object, two heap numbers and the strings; kept as such, 100,000 cached
- * sessions held about 10 MB more (bench/session-cache-memory.ts). `get` builds the record again (what a
- * request reads of it: `sessionOf` in sessions.ts).
+ * `auth.session.localCache`: per slot the user id packed (`PackedIds`: a UUID in 16 bytes), the
+ * provider name's number (one string per distinct name, numbered in a byte), the two epoch times in a
+ * Float64Array and the two flags in a byte. A parsed record is an object, two heap numbers and the
+ * strings; kept as such, 100,000 cached sessions held about 10 MB more, and their user ids as strings
+ * 2.3 MB more (bench/session-cache-memory.ts). `get` builds the record again (what a request reads of
+ * it: `sessionOf` in sessions.ts).
  */
 export class SessionRecordSlots implements RecordSlots<SessionRecord> {
-  private readonly userIds: (string | undefined)[] = [];
+  private userIds = new PackedIds(0);
   /** The provider name's number per slot (`names`); 0: the name is in `otherProviders`. */
   private providerNumbers = new Uint8Array(0);
   /** Provider names by number (0 unused). */
@@ -72,13 +74,14 @@ export class SessionRecordSlots implements RecordSlots<SessionRecord> {
   private bits = new Uint8Array(0);
 
   reserve(slots: number): void {
+    this.userIds = new PackedIds(slots);
     this.providerNumbers = new Uint8Array(slots);
     this.times = new Float64Array(slots * 2);
     this.bits = new Uint8Array(slots);
   }
 
   put(slot: number, record: SessionRecord): void {
-    this.userIds[slot] = record.userId;
+    this.userIds.put(slot, record.userId);
     const number = this.number(record.provider);
     this.providerNumbers[slot] = number;
     if (number === 0) this.otherProviders.set(slot, record.provider);
@@ -90,7 +93,7 @@ export class SessionRecordSlots implements RecordSlots<SessionRecord> {
 
   get(slot: number): SessionRecord {
     const bits = this.bits[slot]!;
-    const userId = this.userIds[slot]!;
+    const userId = this.userIds.get(slot);
     const isAdmin = (bits & ADMIN) !== 0;
     const number = this.providerNumbers[slot]!;
     const provider = number !== 0 ? this.names[number]! : this.otherProviders.get(slot)!;
@@ -100,7 +103,7 @@ export class SessionRecordSlots implements RecordSlots<SessionRecord> {
   }
 
   drop(slot: number): void {
-    this.userIds[slot] = undefined;
+    this.userIds.drop(slot);
     if (this.providerNumbers[slot] === 0) this.otherProviders.delete(slot);
   }
 

@@ -1,5 +1,11 @@
-/** 32-bit words in a SHA-256 digest. */
-const WORDS = 8;
+/** Hex characters in a SHA-256 digest. */
+const DIGEST_LENGTH = 64;
+/**
+ * 32-bit words kept of a digest: its first 128 bits. Two digests that agree there but differ after are
+ * as likely as a guessed 128-bit key (never, among random session ids), and to make one agree with a
+ * given digest takes about 2^128 hashes: matching on them is matching on the digest.
+ */
+const WORDS = 4;
 /** A hex digit's value by character code (-1: not a lower-case hex digit). */
 const HEX = new Int8Array(128).fill(-1);
 for (let d = 0; d < 16; d++) HEX['0123456789abcdef'.charCodeAt(d)] = d;
@@ -15,15 +21,15 @@ export const NOT_A_DIGEST = -2;
 /**
  * SHA-256 digests (64 lower-case hex characters, as the store's keys hold them) to slot numbers, for the
  * local caches (`SessionCache`). A `Map` keyed by the hex string held, per entry, the 80-byte string and
- * about 35 bytes of the map's table; here a digest is 32 bytes in one `Uint32Array` column (by slot) and
+ * about 35 bytes of the map's table; here a digest is its first 16 bytes (WORDS) in one `Uint32Array` column (by slot) and
  * the table is an `Int32Array` (slot + 1, 0: empty) at most half full, open-addressed with linear probing:
- * about 42 bytes an entry, none of them a heap object (100,000 cached sessions: bench/session-cache-memory.ts).
+ * about 26 bytes an entry, none of them a heap object (100,000 cached sessions: bench/session-cache-memory.ts).
  * A digest's first word is already uniform, so it is the table's hash. Removal shifts the entries after it
  * back (no tombstones), so a lookup never walks past more than one cluster.
  */
 export class DigestTable {
   /**
-   * WORDS per slot: the digest of the slot's entry (meaningful while it is listed). Made whole at once:
+   * WORDS per slot: the digest of the slot's entry, its first 128 bits (meaningful while it is listed). Made whole at once:
    * a zeroed buffer this large is memory the OS maps but commits only page by page as slots are first
    * written, so an emptier cache costs no more, and growing never copies it.
    */
@@ -112,7 +118,7 @@ export class DigestTable {
     if (hash === this.lastHash) return this.lastValid;
     this.lastHash = hash;
     this.lastValid = false;
-    if (hash.length !== WORDS * 8) return false;
+    if (hash.length !== DIGEST_LENGTH) return false;
     for (let w = 0; w < WORDS; w++) {
       let word = 0;
       for (let i = w * 8; i < w * 8 + 8; i++) {
@@ -122,6 +128,11 @@ export class DigestTable {
         word = (word << 4) | digit;
       }
       this.words[w] = word;
+    }
+    // The rest is not kept, but a string that is no digest must still find nothing.
+    for (let i = WORDS * 8; i < DIGEST_LENGTH; i++) {
+      const code = hash.charCodeAt(i);
+      if (code >= 128 || HEX[code]! < 0) return false;
     }
     this.lastValid = true;
     return true;

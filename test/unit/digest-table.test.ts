@@ -30,6 +30,15 @@ describe('DigestTable', () => {
     expect(t.find('0'.repeat(64))).toBe(-1);
   });
 
+  it('keeps a digest by its first 128 bits: a second half changed finds the same slot, a first half changed does not', () => {
+    const t = table(8);
+    const a = createHash('sha256').update('a').digest('hex');
+    t.insert(a, 3);
+    expect(t.find(a.slice(0, 32) + 'f'.repeat(32))).toBe(3);
+    expect(t.find((a[0] === '0' ? '1' : '0') + a.slice(1))).toBe(-1);
+    expect(t.find(a.slice(0, 31) + (a[31] === '0' ? '1' : '0') + a.slice(32))).toBe(-1);
+  });
+
   it('one cluster: removing from its middle leaves the rest found (backward shift)', () => {
     const t = table(8); // 16 places
     const keys = Array.from({ length: 6 }, (_, i) => digest(5, `k${i}`));

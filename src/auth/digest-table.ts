@@ -21,17 +21,18 @@ export const NOT_A_DIGEST = -2;
 /**
  * SHA-256 digests (64 lower-case hex characters, as the store's keys hold them) to slot numbers, for the
  * local caches (`SessionCache`). A `Map` keyed by the hex string held, per entry, the 80-byte string and
- * about 35 bytes of the map's table; here a digest is its first 16 bytes (WORDS) in one `Uint32Array` column (by slot) and
- * the table is an `Int32Array` (slot + 1, 0: empty) at most half full, open-addressed with linear probing:
- * about 26 bytes an entry, none of them a heap object (100,000 cached sessions: bench/session-cache-memory.ts).
- * A digest's first word is already uniform, so it is the table's hash. Removal shifts the entries after it
- * back (no tombstones), so a lookup never walks past more than one cluster.
+ * about 35 bytes of the map's table; here a digest is its first 16 bytes (WORDS) in one `Uint32Array`
+ * column (by slot) and the table is an `Int32Array` (slot + 1, 0: empty) at most half full, open-addressed
+ * with linear probing: about 26 bytes an entry, none of them a heap object (100,000 cached sessions:
+ * bench/session-cache-memory.ts). A digest's first word is already uniform, so it is the table's hash.
+ * Removal shifts the entries after it back (no tombstones), so a lookup never walks past more than one
+ * cluster.
  */
 export class DigestTable {
   /**
-   * WORDS per slot: the digest of the slot's entry, its first 128 bits (meaningful while it is listed). Made whole at once:
-   * a zeroed buffer this large is memory the OS maps but commits only page by page as slots are first
-   * written, so an emptier cache costs no more, and growing never copies it.
+   * WORDS per slot: the digest of the slot's entry, its first 128 bits (meaningful while it is listed).
+   * Made whole at once: a zeroed buffer this large is memory the OS maps but commits only page by page as
+   * slots are first written, so an emptier cache costs no more, and growing never copies it.
    */
   private readonly keys: Uint32Array;
   /** slot + 1 per place (0: empty), at most half full: built again at twice the size when it would not be. */

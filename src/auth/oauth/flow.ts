@@ -178,10 +178,11 @@ export class OAuthFlow {
     const doc = await this.providers.find(providerId);
     if (!doc?.enabled) throw new OAuthFlowError('provider_not_found', `provider "${providerId}" is not configured or not enabled`);
     const client = await providerClient(doc, this.providers.clientSecret(doc), this.providers.issuers);
-    const state = arctic().generateState();
-    const codeVerifier = client.pkce ? arctic().generateCodeVerifier() : null;
+    const { generateState, generateCodeVerifier } = arctic();
+    const state = generateState();
+    const codeVerifier = client.pkce ? generateCodeVerifier() : null;
     // Same generator as the state: 32 random bytes, base64url.
-    const nonce = client.nonce ? arctic().generateState() : null;
+    const nonce = client.nonce ? generateState() : null;
     // Built before anything is stored: an OpenID provider whose discovery fails leaves no record behind.
     let url: URL;
     try {

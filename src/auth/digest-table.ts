@@ -1,3 +1,5 @@
+import { hexValue } from './hex.ts';
+
 /** Hex characters in a SHA-256 digest. */
 const DIGEST_LENGTH = 64;
 /**
@@ -6,9 +8,6 @@ const DIGEST_LENGTH = 64;
  * given digest takes about 2^128 hashes: matching on them is matching on the digest.
  */
 const WORDS = 4;
-/** A hex digit's value by character code (-1: not a lower-case hex digit). */
-const HEX = new Int8Array(128).fill(-1);
-for (let d = 0; d < 16; d++) HEX['0123456789abcdef'.charCodeAt(d)] = d;
 
 /** Entries the first table has room for (at most half full); it doubles as entries come. */
 const FIRST_ENTRIES = 1024;
@@ -123,8 +122,7 @@ export class DigestTable {
     for (let w = 0; w < WORDS; w++) {
       let word = 0;
       for (let i = w * 8; i < w * 8 + 8; i++) {
-        const code = hash.charCodeAt(i);
-        const digit = code < 128 ? HEX[code]! : -1;
+        const digit = hexValue(hash.charCodeAt(i));
         if (digit < 0) return false;
         word = (word << 4) | digit;
       }
@@ -132,8 +130,7 @@ export class DigestTable {
     }
     // The rest is not kept, but a string that is no digest must still find nothing.
     for (let i = WORDS * 8; i < DIGEST_LENGTH; i++) {
-      const code = hash.charCodeAt(i);
-      if (code >= 128 || HEX[code]! < 0) return false;
+      if (hexValue(hash.charCodeAt(i)) < 0) return false;
     }
     this.lastValid = true;
     return true;

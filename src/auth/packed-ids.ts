@@ -1,11 +1,10 @@
 import { Buffer } from 'node:buffer';
+import { HEX_DIGIT_CODES, hexValue } from './hex.ts';
 
 /** Bytes per slot: a UUID's 16, or an id of up to 16 one-byte characters. */
 const WIDTH = 16;
 /** `forms`: 1 to WIDTH, an id of that many one-byte characters, as its bytes; 0: kept as a string. */
 const UUID = WIDTH + 1;
-/** Each hex digit's character code, by value. */
-const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1');
 
 /**
  * Ids by slot, without a string each: a lower-case UUID (the form of every id svc makes, `randomUUID`) as
@@ -68,7 +67,7 @@ export class PackedIds {
         if (code !== 0x2d) return false;
         continue;
       }
-      const value = code >= 0x30 && code <= 0x39 ? code - 0x30 : code >= 0x61 && code <= 0x66 ? code - 0x57 : -1;
+      const value = hexValue(code);
       if (value < 0) return false;
       // Two digits per byte, the first in the high half; the byte is whole once its second digit is in.
       const byte = at + (digit >> 1);
@@ -84,8 +83,8 @@ export class PackedIds {
     for (let i = 0; i < 16; i++) {
       if (i === 4 || i === 6 || i === 8 || i === 10) out[j++] = 0x2d;
       const byte = this.bytes[at + i]!;
-      out[j++] = HEX_DIGITS[byte >> 4]!;
-      out[j++] = HEX_DIGITS[byte & 15]!;
+      out[j++] = HEX_DIGIT_CODES[byte >> 4]!;
+      out[j++] = HEX_DIGIT_CODES[byte & 15]!;
     }
     return out.toString('latin1', 0, 36);
   }

@@ -28,4 +28,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:3000/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 # `exec` form: SIGTERM from `docker stop` reaches the service (through tini), which drains and exits.
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "--max-semi-space-size=2", "--heap-growing-percent=20", "--no-memory-reducer", "--v8-pool-size=1", "bin/start.js"]
+CMD ["node", "--max-semi-space-size=2", "--heap-growing-percent=20", "--no-memory-reducer", "--no-maglev", "--v8-pool-size=1", "bin/start.js"]

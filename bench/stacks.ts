@@ -92,9 +92,9 @@ const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'obj
  * a process that idles in its first seconds (every stack here waits for the others' runs) from the slower
  * path Node 20 takes for good after V8's first memory-reducing collection (docs/operations.md, "Shutdown"): without it
  * for all, the bench would compare that V8 quirk rather than code. `--max-semi-space-size`,
- * `--heap-growing-percent` and `--v8-pool-size` are svc's own memory choices (docs/operations.md), and stay svc's.
+ * `--heap-growing-percent`, `--no-maglev` and `--v8-pool-size` are svc's own memory choices (docs/operations.md), and stay svc's.
  */
-export const sharedNodeFlags = () => npmStartFlags().filter((flag) => !['--max-semi-space-size', '--heap-growing-percent', '--v8-pool-size'].some((memory) => flag.startsWith(memory)));
+export const sharedNodeFlags = () => npmStartFlags().filter((flag) => !['--max-semi-space-size', '--heap-growing-percent', '--no-maglev', '--v8-pool-size'].some((memory) => flag.startsWith(memory)));
 
 async function startPeer(ctx: StackContext, id: string, file: string, env: Record<string, string> = {}): Promise<RunningStack> {
   const port = await freePort();

@@ -152,7 +152,7 @@ describe('the docs', () => {
   it("operator: the Dockerfile, the operator guide's systemd unit and its npm start line run node with the flags of package.json's start script", () => {
     const start = (JSON.parse(readFileSync(path.join(PROJECT_DIR, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
     const flags = /^exec node (.*)bin\/start\.js$/.exec(start)![1]!.trim();
-    expect(flags).toMatch(/^--max-semi-space-size=\d+ --heap-growing-percent=\d+ --no-memory-reducer --v8-pool-size=\d+$/);
+    expect(flags).toMatch(/^--max-semi-space-size=\d+ --heap-growing-percent=\d+ --no-memory-reducer --no-maglev --v8-pool-size=\d+$/);
     const dockerfile = readFileSync(path.join(PROJECT_DIR, 'Dockerfile'), 'utf8');
     expect(dockerfile).toContain(`CMD ["node", ${flags.split(' ').map((f) => JSON.stringify(f)).join(', ')}, "bin/start.js"]`);
     expect(OPERATIONS).toContain(`ExecStart=/usr/bin/node ${flags} bin/start.js`);

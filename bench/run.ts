@@ -25,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { baseEnv, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, sleep, startChild, startRedisServer, type Child } from './lib/procs.ts';
+import { baseEnv, coreBusy, coreTicks, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, sleep, startChild, startRedisServer, type Child } from './lib/procs.ts';
 import { commandDelta, LatencyLog, mean, median, parseCommandStats, percentiles, round, type Percentiles } from './lib/stats.ts';
 import { PINNED_RUNTIME_STACKS, PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, svcBunB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
 
@@ -105,6 +105,13 @@ interface RunResult {
   peakRssMB: number | null;
   /** Server CPU time (user + system, all its threads) during the measured run / responses, µs. */
   cpuUsPerRequest: number;
+  /**
+   * Server CPU time / the run's wall time, and (pinned) how busy the load generator's core was (autocannon
+   * and redis-server): a ratio of requests per second measures the servers only where the server's core
+   * is the busy one; where neither core is full, the stacks' latency sets the pace of 50 connections.
+   */
+  serverBusy: number;
+  loaderBusy: number;
 }
 
 interface StackSummary {
@@ -117,6 +124,9 @@ interface StackSummary {
   p50: number;
   p99: number;
   cpuUsPerRequest: number;
+  /** Medians of `RunResult`'s. */
+  serverBusy: number;
+  loaderBusy: number;
   peakRssMB: number | null;
   /** VmRSS once started, before any load. */
   idleRssMB?: number | null;
@@ -234,7 +244,11 @@ async function measure(stack: Stack, running: RunningStack, redis: Redis, round:
   const latencies = new LatencyLog();
   const before = await commandStats(redis);
   const cpuBefore = cpuSeconds(running.child.pid);
+  const loaderBefore = PINNED ? coreTicks(LOADER_CPUS) : null;
+  const wallBefore = performance.now();
   const result: Result = await cannon(target, credentials(stack, cookie), DURATION, latencies);
+  const wallS = (performance.now() - wallBefore) / 1000;
+  const loaderAfter = PINNED ? coreTicks(LOADER_CPUS) : null;
   const cpuAfter = cpuSeconds(running.child.pid);
   const after = await commandStats(redis);
   await verify(stack, running.url, cookie, false);
@@ -263,6 +277,8 @@ async function measure(stack: Stack, running: RunningStack, redis: Redis, round:
     roundTripsPerRequest,
     peakRssMB: rss === null ? null : rss / 2 ** 20,
     cpuUsPerRequest: cpuBefore !== null && cpuAfter !== null && requests > 0 ? ((cpuAfter - cpuBefore) * 1e6) / requests : NaN,
+    serverBusy: cpuBefore !== null && cpuAfter !== null ? (cpuAfter - cpuBefore) / wallS : NaN,
+    loaderBusy: coreBusy(loaderBefore, loaderAfter),
   };
 }
 
@@ -383,6 +399,8 @@ function summarize(stack: Stack, runs: RunResult[]): StackSummary {
     p50: median(runs.map((r) => r.latencyMs.p50)),
     p99: median(runs.map((r) => r.latencyMs.p99)),
     cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+    serverBusy: median(runs.map((r) => r.serverBusy)),
+    loaderBusy: median(runs.map((r) => r.loaderBusy)),
     peakRssMB: rss.length ? Math.max(...rss) : null,
     commandsPerRequest: mean(runs.map((r) => r.commandsPerRequest)),
     commandsMargin: CONNECTIONS / Math.min(...runs.map((r) => r.requests)),
@@ -514,14 +532,15 @@ function report(meta: Record<string, unknown>, summaries: StackSummary[], goals:
   const shared = sharedNodeFlags();
   if (shared.length) lines.push('', `Every Node stack runs with \`${shared.join(' ')}\`, as svc's \`npm start\` does (bench/stacks.ts, \`sharedNodeFlags\`).`);
   lines.push('');
-  lines.push('| stack | req/s (median) | each round | p50 ms | p99 ms | server CPU µs/req | peak RSS MB (idle) | store cmds/req | errors + non-2xx |');
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  const percent = (x: number) => (Number.isFinite(x) ? String(Math.round(x * 100)) : '-');
+  lines.push('| stack | req/s (median) | each round | p50 ms | p99 ms | server CPU µs/req | server / load core busy % | peak RSS MB (idle) | store cmds/req | errors + non-2xx |');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const s of summaries) {
     lines.push(
-      `| ${s.label} | ${fmt(s.reqPerSec, 0)} | ${s.reqPerSecRuns.join(' / ')} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.cpuUsPerRequest, 1)} | ${fmt(s.peakRssMB, 0)} (${fmt(s.idleRssMB, 0)}) | ${fmt(s.commandsPerRequest)} | ${s.failures} |`,
+      `| ${s.label} | ${fmt(s.reqPerSec, 0)} | ${s.reqPerSecRuns.join(' / ')} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.cpuUsPerRequest, 1)} | ${percent(s.serverBusy)} / ${percent(s.loaderBusy)} | ${fmt(s.peakRssMB, 0)} (${fmt(s.idleRssMB, 0)}) | ${fmt(s.commandsPerRequest)} | ${s.failures} |`,
     );
   }
-  for (const f of failed) lines.push(`| ${f.id} | not measured: ${f.error.split('\n')[0]!.slice(0, 120)} | | | | | | | |`);
+  for (const f of failed) lines.push(`| ${f.id} | not measured: ${f.error.split('\n')[0]!.slice(0, 120)} | | | | | | | | |`);
   lines.push('');
   lines.push('Store commands per request, by command (`INFO commandstats` delta / responses; the commands a Lua script runs count too):');
   lines.push('');
@@ -682,7 +701,7 @@ async function runOnce(runNumber: number): Promise<RunOutcome> {
       runs.push(r);
       log(
         `${stack.id.padEnd(18)} round ${round}: ${r.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${r.latencyMs.p50.toFixed(2)} ms  p99 ${r.latencyMs.p99.toFixed(2)} ms  ` +
-          `CPU ${fmt(r.cpuUsPerRequest, 1)} µs/req  cmds/req ${r.commandsPerRequest.toFixed(2)}  round trips/req ${r.roundTripsPerRequest.toFixed(2)}  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}  RSS ${fmt(r.peakRssMB, 0)} MB`,
+          `CPU ${fmt(r.cpuUsPerRequest, 1)} µs/req  busy ${fmt(r.serverBusy * 100, 0)}%${PINNED ? ` (load core ${fmt(r.loaderBusy * 100, 0)}%)` : ''}  cmds/req ${r.commandsPerRequest.toFixed(2)}  round trips/req ${r.roundTripsPerRequest.toFixed(2)}  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}  RSS ${fmt(r.peakRssMB, 0)} MB`,
       );
     } catch (err) {
       log(`${stack.id} round ${round} FAILED: ${(err as Error).message}`);
@@ -750,6 +769,8 @@ async function runOnce(runNumber: number): Promise<RunOutcome> {
     roundTripsPerRequest: round(r.roundTripsPerRequest, 4),
     peakRssMB: r.peakRssMB === null ? null : round(r.peakRssMB, 1),
     cpuUsPerRequest: round(r.cpuUsPerRequest, 2),
+    serverBusy: round(r.serverBusy, 3),
+    loaderBusy: round(r.loaderBusy, 3),
   });
   const json = {
     meta,
@@ -759,6 +780,8 @@ async function runOnce(runNumber: number): Promise<RunOutcome> {
       p50: round(s.p50, 3),
       p99: round(s.p99, 3),
       cpuUsPerRequest: round(s.cpuUsPerRequest, 2),
+      serverBusy: round(s.serverBusy, 3),
+      loaderBusy: round(s.loaderBusy, 3),
       peakRssMB: s.peakRssMB === null ? null : round(s.peakRssMB, 1),
       idleRssMB: s.idleRssMB == null ? null : round(s.idleRssMB, 1),
       commandsPerRequest: round(s.commandsPerRequest, 4),

@@ -196,6 +196,26 @@ export function cpuSeconds(pid: number): number | null {
 }
 
 /**
+ * Ticks of CPU `cpu` so far, busy and in all (`/proc/stat`; idle and iowait are the idle ones): two readings
+ * give how busy that core was between them, whoever ran on it. Null where `/proc/stat` is not readable.
+ */
+export function coreTicks(cpu: string): { busy: number; total: number } | null {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`cpu${cpu} `));
+    if (!line) return null;
+    const ticks = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = ticks.reduce((a, b) => a + b, 0);
+    return { busy: total - ticks[3]! - (ticks[4] ?? 0), total };
+  } catch {
+    return null;
+  }
+}
+
+/** How busy a core was between two `coreTicks` readings (0-1); NaN without them. */
+export const coreBusy = (before: ReturnType<typeof coreTicks>, after: ReturnType<typeof coreTicks>): number =>
+  before && after && after.total > before.total ? (after.busy - before.busy) / (after.total - before.total) : NaN;
+
+/**
  * CPU seconds of each thread of `pid` (`/proc/<pid>/task/<tid>/stat`), keyed `main` for the event loop's
  * thread and `<name>:<tid>` for the others (Node 20 names them all `node`; libuv's pool runs the password
  * hashes, V8's helpers the garbage collection): where a process's CPU went. {} off Linux.

@@ -532,12 +532,11 @@ function report(meta: Record<string, unknown>, summaries: StackSummary[], goals:
   const shared = sharedNodeFlags();
   if (shared.length) lines.push('', `Every Node stack runs with \`${shared.join(' ')}\`, as svc's \`npm start\` does (bench/stacks.ts, \`sharedNodeFlags\`).`);
   lines.push('');
-  const percent = (x: number) => (Number.isFinite(x) ? String(Math.round(x * 100)) : '-');
   lines.push('| stack | req/s (median) | each round | p50 ms | p99 ms | server CPU µs/req | server / load core busy % | peak RSS MB (idle) | store cmds/req | errors + non-2xx |');
   lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const s of summaries) {
     lines.push(
-      `| ${s.label} | ${fmt(s.reqPerSec, 0)} | ${s.reqPerSecRuns.join(' / ')} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.cpuUsPerRequest, 1)} | ${percent(s.serverBusy)} / ${percent(s.loaderBusy)} | ${fmt(s.peakRssMB, 0)} (${fmt(s.idleRssMB, 0)}) | ${fmt(s.commandsPerRequest)} | ${s.failures} |`,
+      `| ${s.label} | ${fmt(s.reqPerSec, 0)} | ${s.reqPerSecRuns.join(' / ')} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.cpuUsPerRequest, 1)} | ${fmt(s.serverBusy * 100, 0)} / ${fmt(s.loaderBusy * 100, 0)} | ${fmt(s.peakRssMB, 0)} (${fmt(s.idleRssMB, 0)}) | ${fmt(s.commandsPerRequest)} | ${s.failures} |`,
     );
   }
   for (const f of failed) lines.push(`| ${f.id} | not measured: ${f.error.split('\n')[0]!.slice(0, 120)} | | | | | | | | |`);

@@ -195,6 +195,31 @@ describe.skipIf(!redisServerAvailable)("GET /auth/session's lane answers as the 
     expect((await handed({ path: '/auth/session/', headers: { cookie } })).status).toBe(404);
   });
 
+  it('the lane answers what the record says now: a changed record, a moved expiry (the answer it keeps goes)', async () => {
+    for (const session of [{ localCache: true }, {}]) {
+      const s = await serve(redis.url, session);
+      servers.push(s);
+      const user = await s.t.createUser();
+      const res = await fetch(`${s.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: user.email, password: user.password }) });
+      const cookie = res.headers.getSetCookie()[0]!.split(';')[0]!;
+      const read = async () => {
+        const before = s.handedOver;
+        const answer = await fetch(`${s.url}/auth/session`, { headers: { cookie } });
+        expect(s.handedOver, 'answered by the lane').toBe(before);
+        return (await answer.json()) as { isAdmin: boolean; expiresAt: string };
+      };
+      const first = await read();
+      expect((await read()).isAdmin).toBe(false);
+      await s.t.instance.auth.sessions.rewrite(user.id, { isAdmin: true, totp: false });
+      expect((await read()).isAdmin, JSON.stringify(session)).toBe(true);
+      if (!('localCache' in session)) {
+        // Without the cache every request pushes the TTL: the expiry moves with each answer.
+        await new Promise((r) => setTimeout(r, 5));
+        expect(Date.parse((await read()).expiresAt)).toBeGreaterThan(Date.parse(first.expiresAt));
+      }
+    }
+  });
+
   it('a session that ended is refused at once, both ways (logout on another connection)', async () => {
     const s = await serve(redis.url, { localCache: true });
     servers.push(s);

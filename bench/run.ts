@@ -25,8 +25,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { baseEnv, coreBusy, coreTicks, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, sleep, startChild, startRedisServer, type Child } from './lib/procs.ts';
-import { commandDelta, LatencyLog, mean, median, parseCommandStats, percentiles, round, type Percentiles } from './lib/stats.ts';
+import { baseEnv, coreBusy, coreTicks, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, redisReady, sleep, startChild, startRedisServer } from './lib/procs.ts';
+import { commandDelta, commandStats, LatencyLog, mean, median, percentiles, round, type Percentiles } from './lib/stats.ts';
 import { PINNED_RUNTIME_STACKS, PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, svcBunB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
 
 const { values: opts } = parseArgs({
@@ -143,27 +143,6 @@ interface StackSummary {
 }
 
 // ---------------------------------------------------------------------------------------------
-
-async function redisReady(url: string, child: Child): Promise<Redis> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    client.on('error', () => {}); // reported by connect() below
-    try {
-      await client.connect();
-      await client.ping();
-      return client;
-    } catch (err) {
-      client.disconnect();
-      if (!child.running || Date.now() > deadline) throw new Error(`redis-server did not start: ${(err as Error).message}\n${child.output()}`, { cause: err });
-      await sleep(100);
-    }
-  }
-}
-
-async function commandStats(redis: Redis): Promise<Record<string, number>> {
-  return parseCommandStats((await redis.info('commandstats')) as string);
-}
 
 /** Sequential requests whose store round trips `roundTrips` counts. */
 const ROUND_TRIP_SAMPLE = 100;

@@ -22,7 +22,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { baseEnv, currentRss, freePort, npmStartFlags, peakRss, PROJECT_DIR, startChild, startRedisServer, waitHealthy, writeDotEnv } from './lib/procs.ts';
-import { commandDelta, parseCommandStats } from './lib/stats.ts';
+import { commandDelta, commandStats } from './lib/stats.ts';
 
 const args = process.argv.slice(2);
 const live = args.includes('--live');
@@ -110,9 +110,9 @@ try {
   };
   const results = [];
   for (let i = 1; i <= 3; i++) {
-    const before = parseCommandStats(await redis.info('commandstats'));
+    const before = await commandStats(redis);
     const result = await pass();
-    const delta = commandDelta(before, parseCommandStats(await redis.info('commandstats')));
+    const delta = commandDelta(before, await commandStats(redis));
     const reads = (delta.get ?? 0) + (delta.getex ?? 0);
     results.push({ pass: i, ...result, storeReads: reads, rssMB: (currentRss(svc.pid) ?? NaN) / MB, peakMB: (peakRss(svc.pid) ?? NaN) / MB, liveMB: await liveMB() });
   }

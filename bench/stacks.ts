@@ -24,7 +24,14 @@ export interface StackContext {
   svcEnv: Record<string, string>;
   /** `--pinned`: the CPUs every server runs on (`taskset -c`); unset, the kernel places them. */
   serverCpus?: string;
+  /** A program every server runs under (bench/instructions.ts: callgrind), which makes starting take minutes. */
+  wrap?: string[];
 }
+
+/** What `startChild` takes of the context: the CPUs and the wrapper. */
+const placement = (ctx: StackContext) => ({ ...(ctx.serverCpus ? { cpus: ctx.serverCpus } : {}), ...(ctx.wrap ? { wrap: ctx.wrap } : {}) });
+/** How long a server may take to answer /health: `normal`, or 10 minutes under a wrapper. */
+const startTimeout = (ctx: StackContext, normal: number) => (ctx.wrap ? 600_000 : normal);
 
 export interface RunningStack {
   child: Child;
@@ -101,11 +108,11 @@ async function startPeer(ctx: StackContext, id: string, file: string, env: Recor
   const child = startChild({
     name: id,
     argv: ['node', ...sharedNodeFlags(), ...ctx.nodeFlags(id), path.join(PEERS, file)],
-    ...(ctx.serverCpus ? { cpus: ctx.serverCpus } : {}),
+    ...placement(ctx),
     env: { ...baseEnv(), PORT: String(port), REDIS_URL: ctx.redisUrl, ...env },
   });
   const url = `http://127.0.0.1:${port}`;
-  await waitHealthy(child, `${url}/health`, 60_000);
+  await waitHealthy(child, `${url}/health`, startTimeout(ctx, 60_000));
   return { child, url };
 }
 
@@ -171,7 +178,7 @@ function svcStack(
         name: id,
         argv: [...argv, ...(runtime === 'node' ? ctx.nodeFlags(id) : runtime === 'bun' ? ctx.profFlags(id) : []), 'bin/start.js'],
         cwd: dirOf(ctx),
-        ...(ctx.serverCpus ? { cpus: ctx.serverCpus } : {}),
+        ...placement(ctx),
         env: {
           ...baseEnv(),
           HOST: '127.0.0.1',
@@ -184,7 +191,7 @@ function svcStack(
         },
       });
       const url = `http://127.0.0.1:${port}`;
-      await waitHealthy(child, `${url}/health`, 120_000);
+      await waitHealthy(child, `${url}/health`, startTimeout(ctx, 120_000));
       return { child, url };
     },
     login: (url) => loginAt(`${url}/auth/login`, svcAdmin),

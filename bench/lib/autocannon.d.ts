@@ -6,6 +6,8 @@ declare module 'autocannon' {
     url: string;
     connections?: number;
     duration?: number;
+    /** Requests to make in all (instead of `duration`). */
+    amount?: number;
     method?: string;
     headers?: Record<string, string>;
     body?: string;

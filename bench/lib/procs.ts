@@ -12,6 +12,7 @@ const GUARD = fileURLToPath(new URL('./guard.ts', import.meta.url));
 
 // One way to find a port and to wait, shared with the test suites.
 export { freePort, sleep } from '../../test/support/spawn.ts';
+import { Redis } from 'ioredis';
 import { sleep } from '../../test/support/spawn.ts';
 
 const live = new Set<ChildProcess>();
@@ -77,6 +78,8 @@ export interface StartOptions {
   cwd?: string;
   /** CPUs to run on (`taskset -c <cpus>`, e.g. "0"); the process and every thread it makes stay there. */
   cpus?: string;
+  /** A program the server runs under, with its arguments (`valgrind --tool=callgrind ...`): it execs the server in its own process. */
+  wrap?: string[];
 }
 
 /**
@@ -99,8 +102,9 @@ export function startChild(opts: StartOptions): Child {
   if (!program) throw new Error('startChild: empty argv');
   const command = program === 'node' || program === 'node-js' ? process.execPath : program;
   const fullArgs = program === 'node' ? ['--conditions=svc-source', '--import', 'tsx', '--import', DIE_WITH_PARENT, ...args] : program === 'node-js' ? ['--import', DIE_WITH_PARENT, ...args] : args;
-  // taskset execs the program: the pid is the program's own.
-  const [file, argv] = opts.cpus ? ['taskset', ['-c', opts.cpus, command, ...fullArgs]] : [command, fullArgs];
+  // taskset execs the program (and valgrind runs it in its own process): the pid is the program's own.
+  const wrapped = [...(opts.wrap ?? []), command, ...fullArgs];
+  const [file, argv] = opts.cpus ? ['taskset', ['-c', opts.cpus, ...wrapped]] : [wrapped[0]!, wrapped.slice(1)];
   const child = spawn(file, argv, { cwd: opts.cwd ?? PROJECT_DIR, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   let out = '';
@@ -248,4 +252,22 @@ export function threadCpuSeconds(pid: number): Record<string, number> {
 export function pinSelf(cpus: string): void {
   const r = spawnSync('taskset', ['-a', '-p', '-c', cpus, String(process.pid)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`taskset -a -p -c ${cpus} ${process.pid} failed: ${r.error?.message ?? r.stderr}`);
+}
+
+/** A client of the redis-server `child` started, once it answers (10 s at most). */
+export async function redisReady(url: string, child: Child): Promise<Redis> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    client.on('error', () => {}); // reported by connect() below
+    try {
+      await client.connect();
+      await client.ping();
+      return client;
+    } catch (err) {
+      client.disconnect();
+      if (!child.running || Date.now() > deadline) throw new Error(`redis-server did not start: ${(err as Error).message}\n${child.output()}`, { cause: err });
+      await sleep(100);
+    }
+  }
 }

@@ -1,5 +1,6 @@
 // Small numeric helpers: latency recording with sub-millisecond resolution (autocannon's own
 // histogram keeps whole milliseconds), percentiles, Redis INFO commandstats parsing.
+import type { Redis } from 'ioredis';
 
 /** Latencies (ms, float) and completion times of responses, appended without per-item allocation. */
 export class LatencyLog {
@@ -60,6 +61,11 @@ export function median(xs: number[]): number {
 }
 
 /** `INFO commandstats` -> calls per command (lower-case, e.g. `getex`, `expire`). */
+/** Redis's calls per command so far (`INFO commandstats`). */
+export async function commandStats(redis: Pick<Redis, 'info'>): Promise<Record<string, number>> {
+  return parseCommandStats((await redis.info('commandstats')) as string);
+}
+
 export function parseCommandStats(info: string): Record<string, number> {
   const calls: Record<string, number> = {};
   for (const line of info.split(/\r?\n/)) {

@@ -1,0 +1,185 @@
+// `npm run bench:instructions`: the CPU instructions a server spends per request, counted by valgrind's
+// callgrind, for svc's session route and bare Hono. On a VM whose speed moves from one minute to the next
+// (docs/benchmarks.md, stops 79 and 80), requests per second and even CPU time per request vary by a third;
+// an instruction count does not depend on the speed the host gives the VM. Two runs of one build agree to
+// about 0.1%, so a cut of 1% shows. Each stack runs alone under callgrind (50 times slower): started, logged
+// in, warmed up (the JIT done: `--warmup` requests), then counted over `--requests` requests; the server
+// idle for as long is counted too and taken off (its timers: queue polls, health checks, key tracking).
+// User space only: the kernel's share (the socket writes) is not counted, and is about the same for every
+// stack of the same answer size. Node stacks only (bench/stacks.ts). Needs valgrind (Debian: `valgrind`).
+//
+// Options: --only svc-cache,bare (the stacks, by bench/stacks.ts's ids)  --warmup N (30000)  --requests N (10000)
+//          --connections N (50)  --svc-dir DIR (another svc checkout)  --keep DIR (keep the callgrind files,
+//          for `callgrind_annotate`)
+import autocannon from 'autocannon';
+import type { Redis } from 'ioredis';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { freePort, PROJECT_DIR, redisReady, sleep, startRedisServer } from './lib/procs.ts';
+import { commandDelta, commandStats } from './lib/stats.ts';
+import { STACKS, type RunningStack, type Stack, type StackContext } from './stacks.ts';
+
+const { values: opts } = parseArgs({
+  options: {
+    only: { type: 'string', default: 'svc-cache,bare' },
+    warmup: { type: 'string', default: '30000' },
+    requests: { type: 'string', default: '10000' },
+    connections: { type: 'string', default: '50' },
+    'svc-dir': { type: 'string' },
+    keep: { type: 'string' },
+  },
+  strict: true,
+});
+const WARMUP = Number(opts.warmup);
+const REQUESTS = Number(opts.requests);
+const CONNECTIONS = Number(opts.connections);
+for (const [name, n] of Object.entries({ warmup: WARMUP, requests: REQUESTS, connections: CONNECTIONS })) {
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: not a positive whole number`);
+}
+const log = (msg: string) => process.stderr.write(`${msg}\n`);
+
+if (spawnSync('valgrind', ['--version'], { stdio: 'ignore' }).status !== 0) {
+  log('valgrind is not on PATH: this bench counts instructions with it (Debian: apt-get install valgrind)');
+  process.exit(2);
+}
+const stacks = opts.only.split(',').map((id) => {
+  const stack = STACKS.find((s) => s.id === id.trim());
+  if (!stack) throw new Error(`--only: no stack "${id}" (ids: ${STACKS.map((s) => s.id).join(', ')})`);
+  return stack;
+});
+
+const outDir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-callgrind-'));
+
+/**
+ * `callgrind_control` for the server `pid`. Valgrind names its control pipes after the server's USER,
+ * LOGNAME and HOST (or HOSTNAME): the control side must see the same values, whatever the stack set.
+ */
+function control(pid: number, ...args: string[]): void {
+  const theirs = Object.fromEntries(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '' };
+  for (const name of ['USER', 'LOGNAME', 'HOST', 'HOSTNAME']) if (theirs[name] !== undefined) env[name] = theirs[name];
+  const r = spawnSync('callgrind_control', [...args, String(pid)], { env, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')} ${pid}: ${r.stderr || r.stdout}`);
+}
+
+/** The dumps `control(pid, '-d')` wrote for stack `id` (`<id>.<pid>.<n>`), oldest first. */
+const dumps = (id: string) =>
+  readdirSync(outDir)
+    .filter((f) => f.startsWith(`${id}.`) && /^\d+\.\d+$/.test(f.slice(id.length + 1)))
+    .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()));
+
+/** The instructions of the newest dump (its `totals:` line). */
+function lastDump(id: string): number {
+  const newest = dumps(id).pop();
+  if (!newest) throw new Error(`${id}: callgrind wrote no dump`);
+  const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(path.join(outDir, newest), 'utf8'));
+  if (!totals) throw new Error(`${id}: no totals in ${newest}`);
+  if (opts.keep) {
+    mkdirSync(opts.keep, { recursive: true });
+    copyFileSync(path.join(outDir, newest), path.join(opts.keep, newest));
+  }
+  return Number(totals[1]);
+}
+
+/** `amount` requests over CONNECTIONS connections; the seconds they took, and how many were not 2xx. */
+async function load(url: string, headers: Record<string, string>, amount: number): Promise<{ seconds: number; bad: number }> {
+  const began = performance.now();
+  const result = await autocannon({ url, connections: CONNECTIONS, amount, headers, timeout: 60 });
+  return { seconds: (performance.now() - began) / 1000, bad: result.non2xx + result.errors + result.timeouts };
+}
+
+/** Waits until the dump count in `outDir` for `id` reaches `count` (a dump is written after the control command returns). */
+async function dumped(id: string, count: number): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (dumps(id).length >= count) return;
+    await sleep(100);
+  }
+  throw new Error(`${id}: callgrind's dump did not appear`);
+}
+
+async function measure(stack: Stack, ctx: StackContext, redis: Redis): Promise<{ perRequest: number; idlePerSecond: number; seconds: number; commands: string }> {
+  log(`${stack.id}: starting under callgrind (a minute or more)`);
+  let running: RunningStack | undefined;
+  try {
+    running = await stack.start({ ...ctx, wrap: ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${path.join(outDir, `${stack.id}.%p`)}`] });
+    const pid = running.child.pid;
+    const credential = await stack.login(running.url);
+    const headers = credential ? { [stack.header ?? 'cookie']: credential } : {};
+    const url = `${running.url}${stack.path}`;
+    log(`${stack.id}: warm-up, ${WARMUP} requests`);
+    const warm = await load(url, headers, WARMUP);
+    if (warm.bad) throw new Error(`${stack.id}: ${warm.bad} of the warm-up's answers were not 2xx`);
+    control(pid, '-i', 'on');
+    control(pid, '-z');
+    log(`${stack.id}: counting ${REQUESTS} requests`);
+    const before = await commandStats(redis);
+    const counted = await load(url, headers, REQUESTS);
+    control(pid, '-d');
+    if (counted.bad) throw new Error(`${stack.id}: ${counted.bad} answers were not 2xx`);
+    // What the store did meanwhile: a local cache that does not serve shows as a read per request.
+    const delta = commandDelta(before, await commandStats(redis));
+    const commands = Object.entries(delta).map(([name, n]) => `${name} ${(n / REQUESTS).toFixed(3)}`).join(', ') || 'none';
+    await dumped(stack.id, 1);
+    const busy = lastDump(stack.id);
+    // The same time idle: what the server's timers cost, not its requests. After a pause: the load's
+    // connections closing, and what the load left to collect, are neither.
+    await sleep(3000);
+    control(pid, '-z');
+    const idleBegan = performance.now();
+    await sleep(counted.seconds * 1000);
+    control(pid, '-d');
+    const idleSeconds = (performance.now() - idleBegan) / 1000;
+    await dumped(stack.id, 2);
+    const idle = lastDump(stack.id);
+    const perRequest = (busy - (idle * counted.seconds) / idleSeconds) / REQUESTS;
+    return { perRequest, idlePerSecond: idle / idleSeconds, seconds: counted.seconds, commands };
+  } finally {
+    await running?.child.stop();
+  }
+}
+
+const redisPort = await freePort();
+const redisChild = startRedisServer(redisPort);
+const ctx: StackContext = {
+  redisUrl: `redis://127.0.0.1:${redisPort}`,
+  nodeFlags: () => (process.env.CG_PERF_MAP ? ['--perf-basic-prof'] : []),
+  profFlags: () => [],
+  tempDirs: [],
+  svcDir: path.resolve(opts['svc-dir'] ?? PROJECT_DIR),
+  svcEnv: {},
+};
+const results: { id: string; label: string; perRequest: number; idlePerSecond: number; seconds: number; commands: string }[] = [];
+let redis: Redis | undefined;
+try {
+  redis = await redisReady(ctx.redisUrl, redisChild);
+  for (const stack of stacks) {
+    const r = await measure(stack, ctx, redis);
+    results.push({ id: stack.id, label: stack.label, ...r });
+    log(`${stack.id}: ${Math.round(r.perRequest).toLocaleString('en-US')} instructions per request`);
+  }
+} finally {
+  redis?.disconnect();
+  await redisChild.stop();
+  for (const dir of ctx.tempDirs) rmSync(dir, { recursive: true, force: true });
+  if (!opts.keep) rmSync(outDir, { recursive: true, force: true });
+}
+
+const bare = results.find((r) => r.id === 'bare');
+const lines = [
+  `Instructions per request (callgrind), ${REQUESTS} requests at -c ${CONNECTIONS} after ${WARMUP} of warm-up, the idle server's as long taken off; user space only. Node ${process.version}, svc in ${path.relative(process.cwd(), ctx.svcDir) || '.'}.`,
+  '',
+  `| stack | instructions / request | idle, per second | counted in | store commands / request |${bare ? ' / bare Hono |' : ''}`,
+  `|---|---:|---:|---:|---|${bare ? '---:|' : ''}`,
+  ...results.map(
+    (r) =>
+      `| ${r.label} | ${Math.round(r.perRequest).toLocaleString('en-US')} | ${Math.round(r.idlePerSecond).toLocaleString('en-US')} | ${r.seconds.toFixed(1)} s | ${r.commands} |${bare ? ` ${(r.perRequest / bare.perRequest).toFixed(3)} |` : ''}`,
+  ),
+];
+process.stdout.write(`${lines.join('\n')}\n`);

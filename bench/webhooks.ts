@@ -39,7 +39,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { startPrivateMongoServer, type MongoTestServer } from '../test/support/mongo.ts';
-import { baseEnv, cpuSeconds, freePort, threadCpuSeconds, npmStartFlags, pinSelf, PROJECT_DIR, sleep, startChild, startRedisServer, waitHealthy, writeDotEnv, type Child } from './lib/procs.ts';
+import { baseEnv, cpuSeconds, freePort, threadCpuSeconds, npmStartFlags, pinSelf, PROJECT_DIR, redisReady, sleep, startChild, startRedisServer, waitHealthy, writeDotEnv, type Child } from './lib/procs.ts';
 import { LatencyLog, median, percentiles, round, type Percentiles } from './lib/stats.ts';
 
 const { values: opts } = parseArgs({
@@ -641,23 +641,6 @@ function gitInfo(): string {
   const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: PROJECT_DIR, encoding: 'utf8' }).stdout?.trim();
   const dirty = spawnSync('git', ['status', '--porcelain', '--', 'src', 'routes'], { cwd: PROJECT_DIR, encoding: 'utf8' }).stdout?.trim();
   return head ? `${head}${dirty ? ' + uncommitted changes in src/ or routes/' : ''}` : 'unknown';
-}
-
-async function redisReady(url: string, child: Child): Promise<Redis> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      await client.ping();
-      return client;
-    } catch (err) {
-      client.disconnect();
-      if (!child.running || Date.now() > deadline) throw new Error(`redis-server did not start: ${(err as Error).message}\n${child.output()}`, { cause: err });
-      await sleep(100);
-    }
-  }
 }
 
 const fmt = (x: number | null | undefined, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));

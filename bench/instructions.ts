@@ -1,8 +1,9 @@
 // `npm run bench:instructions`: the CPU instructions a server spends per request, counted by valgrind's
 // callgrind, for svc's session route and bare Hono. On a VM whose speed moves from one minute to the next
 // (docs/benchmarks.md, stops 79 and 80), requests per second and even CPU time per request vary by a third;
-// an instruction count does not depend on the speed the host gives the VM. Two runs of one build agree to
-// about 0.1%, so a cut of 1% shows. Each stack runs alone under callgrind (50 times slower): started, logged
+// an instruction count does not depend on the speed the host gives the VM. It has a spread of its own: the
+// runs of one build fall in one of two modes, 35-50k instructions per request apart (docs/benchmarks.md, stop
+// 80), so compare alternating runs of the same mode. Each stack runs alone under callgrind (50 times slower): started, logged
 // in, warmed up (the JIT done: `--warmup` requests), then counted over `--requests` requests; the server
 // idle for as long is counted too and taken off (its timers: queue polls, health checks, key tracking).
 // User space only: the kernel's share (the socket writes) is not counted, and is about the same for every
@@ -10,7 +11,8 @@
 //
 // Options: --only svc-cache,bare (the stacks, by bench/stacks.ts's ids)  --warmup N (30000)  --requests N (10000)
 //          --connections N (50)  --svc-dir DIR (another svc checkout)  --keep DIR (keep the callgrind files,
-//          for `callgrind_annotate`)
+//          for `callgrind_annotate`; with CG_PERF_MAP=1 in the environment, Node writes /tmp/perf-<pid>.map,
+//          which names the JIT's functions)
 import autocannon from 'autocannon';
 import type { Redis } from 'ioredis';
 import { spawnSync } from 'node:child_process';

@@ -56,12 +56,12 @@ async function serve(redisUrl: string, session: Record<string, unknown> = {}): P
   return served;
 }
 
-/** Logs in a new user over the socket; returns the `Cookie` header to send. */
-async function login(s: Served): Promise<string> {
+/** Logs in a new user over the socket; returns the user and the `Cookie` header to send. */
+async function login(s: Served) {
   const user = await s.t.createUser();
   const res = await fetch(`${s.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: user.email, password: user.password }) });
   expect(res.status).toBe(200);
-  return res.headers.getSetCookie()[0]!.split(';')[0]!;
+  return { user, cookie: res.headers.getSetCookie()[0]!.split(';')[0]! };
 }
 
 /** What of an answer must be the same both ways: the request id, the date and the session's moving expiry aside. */
@@ -123,7 +123,7 @@ describe.skipIf(!redisServerAvailable)("GET /auth/session's lane answers as the 
     it(`${label}: a signed-in request is the lane's, with the app's status, headers, cookie, body and log line`, async () => {
       const s = await serve(redis.url, session);
       servers.push(s);
-      const cookie = await login(s);
+      const { cookie } = await login(s);
       // The local cache renews the cookie once a minute: the first request after the login does, the next do not.
       if ('localCache' in session) expect((await get(s, '/auth/session', { cookie })).headers.getSetCookie()).toHaveLength(1);
       for (const path of ['/auth/session', '/api/auth/session']) {
@@ -149,7 +149,7 @@ describe.skipIf(!redisServerAvailable)("GET /auth/session's lane answers as the 
   it('a request id that is not plain is replaced, as the app does', async () => {
     const s = await serve(redis.url);
     servers.push(s);
-    const cookie = await login(s);
+    const { cookie } = await login(s);
     const { lane, app, laneHandedOver } = await both(s, '/auth/session', { cookie, 'x-request-id': 'not plain; at all' });
     expect(laneHandedOver).toBe(0);
     for (const res of [lane, app]) expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
@@ -159,7 +159,7 @@ describe.skipIf(!redisServerAvailable)("GET /auth/session's lane answers as the 
   it('one store command per request; a cookie without a session goes to the app, which does not ask the store again', async () => {
     const s = await serve(redis.url);
     servers.push(s);
-    const cookie = await login(s);
+    const { cookie } = await login(s);
     await probe.config('RESETSTAT');
     const before = s.handedOver;
     for (let i = 0; i < 5; i++) expect((await fetch(`${s.url}/auth/session`, { headers: { cookie } })).status).toBe(200);
@@ -177,7 +177,7 @@ describe.skipIf(!redisServerAvailable)("GET /auth/session's lane answers as the 
   it('what the lane does not take goes to the app: a browser Origin (CORS), a body, HEAD, a query, no cookie', async () => {
     const s = await serve(redis.url);
     servers.push(s);
-    const cookie = await login(s);
+    const { cookie } = await login(s);
     const handed = async (init: RequestInit & { path?: string }) => {
       const before = s.handedOver;
       const res = await fetch(`${s.url}${init.path ?? '/auth/session'}`, init);
@@ -199,9 +199,7 @@ describe.skipIf(!redisServerAvailable)("GET /auth/session's lane answers as the 
     for (const session of [{ localCache: true }, {}]) {
       const s = await serve(redis.url, session);
       servers.push(s);
-      const user = await s.t.createUser();
-      const res = await fetch(`${s.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: user.email, password: user.password }) });
-      const cookie = res.headers.getSetCookie()[0]!.split(';')[0]!;
+      const { user, cookie } = await login(s);
       const read = async () => {
         const before = s.handedOver;
         const answer = await fetch(`${s.url}/auth/session`, { headers: { cookie } });
@@ -223,7 +221,7 @@ describe.skipIf(!redisServerAvailable)("GET /auth/session's lane answers as the 
   it('a session that ended is refused at once, both ways (logout on another connection)', async () => {
     const s = await serve(redis.url, { localCache: true });
     servers.push(s);
-    const cookie = await login(s);
+    const { cookie } = await login(s);
     expect((await fetch(`${s.url}/auth/session`, { headers: { cookie } })).status).toBe(200);
     expect((await fetch(`${s.url}/auth/logout`, { method: 'POST', headers: { cookie, origin: s.url } })).status).toBe(204);
     const { lane, app } = await both(s, '/auth/session', { cookie });

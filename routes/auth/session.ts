@@ -157,31 +157,50 @@ interface SessionJson {
   bytes?: number;
 }
 
+/** A kept answer: the session it was made of, and its JSON around the expiry (`head` + ISO time + `tail`). */
+interface KeptAnswer extends SessionJson {
+  session: Session;
+  head: string;
+  tail: string;
+}
+
+const EXPIRES_AT = '"expiresAt":"';
+
 /**
- * `sessionAnswer` as JSON, for the lanes: kept per session (by its hash) and given again while every
- * field it is made of is the same. A frontend polling its session from the local cache (or an absolute
- * session) gets the same answer until the TTL is pushed (`expiresAt`, once per `touchInterval`) or the
- * record changes. Formatting it each time cost about 7,000 of the 120,000 instructions svc spent per
- * request from the local cache (callgrind, docs/benchmarks.md, stop 80).
+ * `sessionAnswer` as JSON, for the lanes, kept per session (by its hash). While every field it is made
+ * of is the same, the kept answer is given again: a frontend polling its session from the local cache
+ * (or an absolute session) gets the same answer until the TTL is pushed (`expiresAt`, once per
+ * `touchInterval`) or the record changes. When only the expiry moved (on the default path every request
+ * pushes it), the new time goes between the kept JSON's two parts. Formatting the answer each time cost
+ * about 7,000 of the 120,000 instructions svc spent per request from the local cache (callgrind,
+ * docs/benchmarks.md, stops 80 and 81).
  */
 class SessionAnswers {
-  private readonly kept = new Map<string, SessionJson & { session: Session }>();
+  private readonly kept = new Map<string, KeptAnswer>();
 
-  of({ session, pushed }: LookedUp): SessionJson {
-    // A push moved the expiry: the answer is a new one (on the default path, every request pushes).
-    if (pushed) return { json: JSON.stringify(sessionAnswer(session)) };
+  of({ session }: LookedUp): SessionJson {
     const known = this.kept.get(session.hash);
-    if (known && sameAnswer(known.session, session)) return known;
+    if (known && sameButExpiry(known.session, session)) {
+      if (known.session.expiresAt === session.expiresAt) return known;
+      const expires = isoTime(session.expiresAt);
+      const moved: KeptAnswer = { session, head: known.head, tail: known.tail, json: known.head + expires + known.tail };
+      // ISO times are ASCII: the length in bytes moves by the time's length alone.
+      if (known.bytes !== undefined) moved.bytes = known.bytes - (known.json.length - moved.json.length);
+      this.kept.set(session.hash, moved);
+      return moved;
+    }
     if (this.kept.size >= KEPT_ANSWERS) this.kept.clear();
-    const answer = { session, json: JSON.stringify(sessionAnswer(session)) };
+    const json = JSON.stringify(sessionAnswer(session));
+    const at = json.indexOf(EXPIRES_AT) + EXPIRES_AT.length;
+    const answer: KeptAnswer = { session, json, head: json.slice(0, at), tail: json.slice(at + isoTime(session.expiresAt).length) };
     this.kept.set(session.hash, answer);
     return answer;
   }
 }
 
-/** Whether two sessions give the same `sessionAnswer`. */
-const sameAnswer = (a: Session, b: Session) =>
-  a.userId === b.userId && a.isAdmin === b.isAdmin && a.provider === b.provider && a.createdAt === b.createdAt && a.expiresAt === b.expiresAt && (a.totp === true) === (b.totp === true);
+/** Whether two sessions give the same `sessionAnswer` but for `expiresAt`. */
+const sameButExpiry = (a: Session, b: Session) =>
+  a.userId === b.userId && a.isAdmin === b.isAdmin && a.provider === b.provider && a.createdAt === b.createdAt && (a.totp === true) === (b.totp === true);
 
 /** The answer of `GET /auth/session` to an API key (CONTRACT 15). */
 const keyAnswer = (k: ApiKeyCaller, isAdmin: boolean) => ({

@@ -204,7 +204,12 @@ describe.skipIf(!redisServerAvailable)("GET /auth/session's lane answers as the 
         const before = s.handedOver;
         const answer = await fetch(`${s.url}/auth/session`, { headers: { cookie } });
         expect(s.handedOver, 'answered by the lane').toBe(before);
-        return (await answer.json()) as { isAdmin: boolean; expiresAt: string };
+        const text = await answer.text();
+        expect(Number(answer.headers.get('content-length')), 'the length of this answer').toBe(Buffer.byteLength(text));
+        const body = JSON.parse(text) as { isAdmin: boolean; expiresAt: string };
+        expect(Object.keys(body)).toEqual(['userId', 'isAdmin', 'provider', 'createdAt', 'expiresAt', 'totp']);
+        expect(body.expiresAt).toMatch(ISO_RE);
+        return body;
       };
       const first = await read();
       expect((await read()).isAdmin).toBe(false);

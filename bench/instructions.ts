@@ -1,9 +1,10 @@
 // `npm run bench:instructions`: the CPU instructions a server spends per request, counted by valgrind's
 // callgrind, for svc's session route and bare Hono. On a VM whose speed moves from one minute to the next
 // (docs/benchmarks.md, stops 79 and 80), requests per second and even CPU time per request vary by a third;
-// an instruction count does not depend on the speed the host gives the VM. It has a spread of its own: the
-// runs of one build fall in one of two modes, 35-50k instructions per request apart (docs/benchmarks.md, stop
-// 80), so compare alternating runs of the same mode. Each stack runs alone under callgrind (50 times slower): started, logged
+// an instruction count does not depend on the speed the host gives the VM. It has a spread of its own: runs of
+// one build differ by the JIT's state (docs/benchmarks.md, stop 81), V8 still compiling in the counted window,
+// or optimized code falling back to V8's runtime. The table shows both shares: compare alternating runs whose
+// shares are alike. Each stack runs alone under callgrind (50 times slower): started, logged
 // in, warmed up (the JIT done: `--warmup` requests), then counted over `--requests` requests; the server
 // idle for as long is counted too and taken off (its timers: queue polls, health checks, key tracking).
 // User space only: the kernel's share (the socket writes) is not counted, and is about the same for every
@@ -77,17 +78,39 @@ const dumps = (id: string) =>
     .filter((f) => f.startsWith(`${id}.`) && /^\d+\.\d+$/.test(f.slice(id.length + 1)))
     .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()));
 
-/** The instructions of the newest dump (its `totals:` line). */
-function lastDump(id: string): number {
+/** The newest dump of stack `id` (kept in `--keep`): its file and its instructions (its `totals:` line). */
+function lastDump(id: string): { file: string; total: number } {
   const newest = dumps(id).pop();
   if (!newest) throw new Error(`${id}: callgrind wrote no dump`);
-  const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(path.join(outDir, newest), 'utf8'));
+  const file = path.join(outDir, newest);
+  const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(file, 'utf8'));
   if (!totals) throw new Error(`${id}: no totals in ${newest}`);
   if (opts.keep) {
     mkdirSync(opts.keep, { recursive: true });
-    copyFileSync(path.join(outDir, newest), path.join(opts.keep, newest));
+    copyFileSync(file, path.join(opts.keep, newest));
   }
-  return Number(totals[1]);
+  return { file, total: Number(totals[1]) };
+}
+
+/**
+ * What of a dump is the JIT's state rather than the server's code: V8's optimizing compilers at work
+ * (their functions' own instructions) and V8's runtime functions with all they call (the slow paths
+ * that optimized code and inline caches fall back to), but for allocation's (the young generation's
+ * collections, a cost of the code's own). Runs of one build differ by these: docs/benchmarks.md, stop 81.
+ */
+function jitShares(file: string): { compiling: number; runtime: number } {
+  const sum = (inclusive: boolean, pattern: RegExp) => {
+    const r = spawnSync('callgrind_annotate', [`--inclusive=${inclusive ? 'yes' : 'no'}`, '--threshold=100', file], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+    if (r.status !== 0) throw new Error(`callgrind_annotate ${file}: ${r.stderr}`);
+    let total = 0;
+    for (const line of r.stdout.split('\n')) {
+      // `<count> (<share>)  <file>:<function> [<object>]`; a file name has no colon.
+      const m = /^\s*([\d,]+) \([\s\d.]+%\)\s+[^:\s]*:(.*)$/.exec(line);
+      if (m && pattern.test(m[2]!)) total += Number(m[1]!.replaceAll(',', ''));
+    }
+    return total;
+  };
+  return { compiling: sum(false, /^v8::internal::(compiler|maglev|turboshaft)::/), runtime: sum(true, /^v8::internal::Runtime_(?!Allocate)/) };
 }
 
 /** `amount` requests over CONNECTIONS connections; the seconds they took, and how many were not 2xx. */
@@ -106,7 +129,17 @@ async function dumped(id: string, count: number): Promise<void> {
   throw new Error(`${id}: callgrind's dump did not appear`);
 }
 
-async function measure(stack: Stack, ctx: StackContext, redis: Redis): Promise<{ perRequest: number; idlePerSecond: number; seconds: number; commands: string }> {
+interface Measured {
+  perRequest: number;
+  /** Per request, of `perRequest`: V8 compiling, and in V8's runtime (`jitShares`). */
+  compiling: number;
+  runtime: number;
+  idlePerSecond: number;
+  seconds: number;
+  commands: string;
+}
+
+async function measure(stack: Stack, ctx: StackContext, redis: Redis): Promise<Measured> {
   log(`${stack.id}: starting under callgrind (a minute or more)`);
   let running: RunningStack | undefined;
   try {
@@ -129,7 +162,8 @@ async function measure(stack: Stack, ctx: StackContext, redis: Redis): Promise<{
     const delta = commandDelta(before, await commandStats(redis));
     const commands = Object.entries(delta).map(([name, n]) => `${name} ${(n / REQUESTS).toFixed(3)}`).join(', ') || 'none';
     await dumped(stack.id, 1);
-    const busy = lastDump(stack.id);
+    const { file, total: busy } = lastDump(stack.id);
+    const jit = jitShares(file);
     // The same time idle: what the server's timers cost, not its requests. After a pause: the load's
     // connections closing, and what the load left to collect, are neither.
     await sleep(3000);
@@ -139,9 +173,9 @@ async function measure(stack: Stack, ctx: StackContext, redis: Redis): Promise<{
     control(pid, '-d');
     const idleSeconds = (performance.now() - idleBegan) / 1000;
     await dumped(stack.id, 2);
-    const idle = lastDump(stack.id);
+    const idle = lastDump(stack.id).total;
     const perRequest = (busy - (idle * counted.seconds) / idleSeconds) / REQUESTS;
-    return { perRequest, idlePerSecond: idle / idleSeconds, seconds: counted.seconds, commands };
+    return { perRequest, compiling: jit.compiling / REQUESTS, runtime: jit.runtime / REQUESTS, idlePerSecond: idle / idleSeconds, seconds: counted.seconds, commands };
   } finally {
     await running?.child.stop();
   }
@@ -157,7 +191,7 @@ const ctx: StackContext = {
   svcDir: path.resolve(opts['svc-dir'] ?? PROJECT_DIR),
   svcEnv: {},
 };
-const results: { id: string; label: string; perRequest: number; idlePerSecond: number; seconds: number; commands: string }[] = [];
+const results: ({ id: string; label: string } & Measured)[] = [];
 let redis: Redis | undefined;
 try {
   redis = await redisReady(ctx.redisUrl, redisChild);
@@ -174,14 +208,15 @@ try {
 }
 
 const bare = results.find((r) => r.id === 'bare');
+const count = (n: number) => Math.round(n).toLocaleString('en-US');
 const lines = [
   `Instructions per request (callgrind), ${REQUESTS} requests at -c ${CONNECTIONS} after ${WARMUP} of warm-up, the idle server's as long taken off; user space only. Node ${process.version}, svc in ${path.relative(process.cwd(), ctx.svcDir) || '.'}.`,
   '',
-  `| stack | instructions / request | idle, per second | counted in | store commands / request |${bare ? ' / bare Hono |' : ''}`,
-  `|---|---:|---:|---:|---|${bare ? '---:|' : ''}`,
+  `| stack | instructions / request | of which V8 compiling | of which in V8's runtime | idle, per second | counted in | store commands / request |${bare ? ' / bare Hono |' : ''}`,
+  `|---|---:|---:|---:|---:|---:|---|${bare ? '---:|' : ''}`,
   ...results.map(
     (r) =>
-      `| ${r.label} | ${Math.round(r.perRequest).toLocaleString('en-US')} | ${Math.round(r.idlePerSecond).toLocaleString('en-US')} | ${r.seconds.toFixed(1)} s | ${r.commands} |${bare ? ` ${(r.perRequest / bare.perRequest).toFixed(3)} |` : ''}`,
+      `| ${r.label} | ${count(r.perRequest)} | ${count(r.compiling)} | ${count(r.runtime)} | ${count(r.idlePerSecond)} | ${r.seconds.toFixed(1)} s | ${r.commands} |${bare ? ` ${(r.perRequest / bare.perRequest).toFixed(3)} |` : ''}`,
   ),
 ];
 process.stdout.write(`${lines.join('\n')}\n`);

@@ -37,6 +37,11 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?:
       return super.writeHead(statusCode, reason, headers);
     }
 
+    override writeOwnHead(lines: string, contentLength: number): this {
+      if (shuttingDown) this.shouldKeepAlive = false;
+      return super.writeOwnHead(lines, contentLength);
+    }
+
     /**
      * The answers finished during one turn of the event loop go to their sockets together, once the
      * turn's I/O callbacks have run (`setImmediate`), as the store batches its commands to Redis. Under

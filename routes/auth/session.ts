@@ -1,10 +1,10 @@
 import type { Context } from 'hono';
 import { Buffer } from 'node:buffer';
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { cookieOf, readCookie } from '../../src/http/cookie.ts';
 import { publicSessionId, type LookedUp, type Session } from '../../src/auth/sessions.ts';
 import { isPending } from '../../src/http/dispatch.ts';
-import { DEFAULT_HEADERS, requestIdFor } from '../../src/http/response-headers.ts';
+import { DEFAULT_HEADERS, requestIdFor, type PresetHeadersResponse } from '../../src/http/response-headers.ts';
 import { logRequest, requestStarted } from '../../src/logger.ts';
 import type { Auth } from '../../src/auth/index.ts';
 import { totpEnabled } from '../../src/auth/totp.ts';
@@ -212,7 +212,18 @@ const keyAnswer = (k: ApiKeyCaller, isAdmin: boolean) => ({
   apiKey: { id: k.id, scopes: k.scopes },
 });
 
-type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
+/** Node's listener as server.ts serves it: its responses are `PresetHeadersResponse`s. */
+type NodeListener = (req: IncomingMessage, res: PresetHeadersResponse) => void;
+
+const DEFAULT_LINES = DEFAULT_HEADERS.map(([name, value]) => `${name}: ${value}\r\n`).join('');
+
+/**
+ * `laneHead` as the header lines of Node's head (`PresetHeadersResponse.writeOwnHead`). Every value is
+ * plain: a request id the client sent passed `requestIdFor`'s pattern, and the cookie is refreshed only
+ * for an id that matched the session id's pattern and holds a session.
+ */
+const laneLines = (reqId: string, cookie: string | null): string =>
+  'X-Request-Id: ' + reqId + '\r\n' + DEFAULT_LINES + (cookie === null ? '' : 'Set-Cookie: ' + cookie + '\r\n') + 'Content-Type: application/json\r\n';
 
 /**
  * The lane's answer head on either door: the request id, DEFAULT_HEADERS, the refreshed session cookie
@@ -242,21 +253,21 @@ function laneHead(reqId: string, cookie: string | null): Record<string, string> 
  */
 export function sessionLane({ auth, logger }: ServerInstance, next: NodeListener): NodeListener {
   const answers = new SessionAnswers();
-  const answer = (req: IncomingMessage, res: ServerResponse, id: string, found: LookedUp | null, started: number) => {
+  const answer = (req: IncomingMessage, res: PresetHeadersResponse, id: string, found: LookedUp | null, started: number) => {
     if (!found) {
       auth.lookedUp.set(req, { started, failed: false });
       return next(req, res);
     }
     const reqId = requestIdFor(req.headers['x-request-id'] as string | undefined);
     const body = answers.of(found);
-    const head: OutgoingHttpHeaders = laneHead(reqId, auth.refreshedCookie(id, found));
-    head['Content-Length'] = body.bytes ??= Buffer.byteLength(body.json);
-    res.writeHead(200, head);
+    const bytes = (body.bytes ??= Buffer.byteLength(body.json));
+    const cookie = auth.refreshedCookie(id, found);
+    res.writeOwnHead(laneLines(reqId, cookie), bytes);
     res.end(body.json);
     logRequest(logger, started, reqId, 'GET', '/auth/session', 200);
   };
   // Nothing above throws but a defect: that request ends, the service goes on.
-  const failed = (res: ServerResponse, err: unknown) => {
+  const failed = (res: PresetHeadersResponse, err: unknown) => {
     logger.error({ err }, 'GET /auth/session could not be answered');
     res.destroy();
   };

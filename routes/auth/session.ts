@@ -226,7 +226,7 @@ const laneLines = (reqId: string, cookie: string | null): string =>
   'X-Request-Id: ' + reqId + '\r\n' + DEFAULT_LINES + (cookie === null ? '' : 'Set-Cookie: ' + cookie + '\r\n') + 'Content-Type: application/json\r\n';
 
 /**
- * The lane's answer head on either door: the request id, DEFAULT_HEADERS, the refreshed session cookie
+ * The lane's answer head on the Web-standard doors (Node's: `laneLines`, the same headers): the request id, DEFAULT_HEADERS, the refreshed session cookie
  * (null: none), JSON. A plain object: on Bun 1.4, `new Response` with these headers took 1.2-1.4 µs
  * from one against 1.6-2.4 µs from name-value pairs (Deno: no difference).
  */

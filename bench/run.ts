@@ -1,7 +1,7 @@
 // `npm run bench` (`tsx bench/run.ts [options]`): svc and its peers side by side, in ONE run, on one
 // private Redis. Every stack runs as its own child process on a free loopback port; each is
-// measured in ABBA rounds (A B C ... C B A, twice by default) with autocannon: a warm-up, then the
-// measured run; a stack's figures are the medians of its rounds.
+// measured in ABBA rounds (A B C ... C B A, twice by default) under load (wrk when it is on PATH, else
+// autocannon: `--load`): a warm-up, then the measured run; a stack's figures are the medians of its rounds.
 // Redis is flushed and a fresh session made before every run; `INFO commandstats` before and after
 // the measured run gives the store commands per request. Then 100 concurrent logins hit svc while
 // its session route is under load. Prints a markdown table and writes bench/results/<date>.{md,json}.
@@ -13,7 +13,8 @@
 //          --svc-b DIR (another svc checkout, measured as "svc-b" in the same run; with svc-bun, as "svc-bun-b" too)
 //          --svc-env K=V (repeatable: extra environment for svc, e.g. UV_THREADPOOL_SIZE=2)
 //          --svc-node-flag F (repeatable: a node/V8 flag for both svc stacks, e.g. --optimize-for-size)
-//          --pinned (servers on CPU 0, autocannon and redis-server on CPU 1; issue 40's stacks, 4 rounds)
+//          --pinned (servers on CPU 0, the load generator and redis-server on CPU 1; issue 40's stacks, 4 rounds)
+//          --load wrk|autocannon (the load generator: wrk when it is on PATH, else autocannon, said when so)
 //          --rounds N (ABBA rounds: 2, pinned 4)  --runs N (N full runs, each written; then their spread)
 //          --memory (the 100,000 cached sessions RSS line; on by default with --pinned)
 //          --quick (a smoke run: 1 s warm-up + 3 s, 2 rounds, no logins, no memory line)
@@ -27,6 +28,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { baseEnv, coreBusy, coreTicks, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, redisReady, sleep, startChild, startRedisServer } from './lib/procs.ts';
 import { commandDelta, commandStats, LatencyLog, mean, median, percentiles, round, type Percentiles } from './lib/stats.ts';
+import { wrk, wrkOnPath, type LoadResult } from './lib/wrk.ts';
 import { PINNED_RUNTIME_STACKS, PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, svcBunB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
 
 const { values: opts } = parseArgs({
@@ -48,6 +50,7 @@ const { values: opts } = parseArgs({
     'svc-b': { type: 'string' },
     'svc-env': { type: 'string', multiple: true },
     'svc-node-flag': { type: 'string', multiple: true },
+    load: { type: 'string' },
   },
   strict: true,
 });
@@ -62,12 +65,19 @@ const LOGINS = Number(opts.logins ?? (QUICK || PINNED ? 0 : 100));
 const ROUNDS = Number(opts.rounds ?? (PINNED && !QUICK ? 4 : 2));
 const RUNS = Number(opts.runs);
 const MEMORY = opts.memory || (PINNED && !QUICK);
-/** `--pinned`: the servers' CPU, and the CPU of this process (autocannon), redis-server and everything else it starts. */
+/** `--pinned`: the servers' CPU, and the CPU of this process, the load generator, redis-server and everything else it starts. */
 const SERVER_CPUS = '0';
 const LOADER_CPUS = '1';
 for (const [name, n] of Object.entries({ duration: DURATION, warmup: WARMUP, connections: CONNECTIONS, logins: LOGINS, rounds: ROUNDS, runs: RUNS })) {
   if (!Number.isFinite(n) || n < 0 || ((name === 'rounds' || name === 'runs' || name === 'duration') && n < 1)) throw new Error(`--${name}: not a valid number`);
 }
+/**
+ * The load generator of the measured runs (the login storm keeps autocannon: it needs each answer's
+ * time). wrk by default: autocannon, pinned, kept its own core 87-94% busy for the fastest stacks (bench/lib/wrk.ts).
+ */
+const LOAD = opts.load ?? (wrkOnPath() ? 'wrk' : 'autocannon');
+if (LOAD !== 'wrk' && LOAD !== 'autocannon') throw new Error('--load: wrk or autocannon');
+if (!opts.load && LOAD === 'autocannon') process.stderr.write('wrk is not on PATH (apt-get install wrk): the load is autocannon\n');
 const profiled = new Set((opts['cpu-prof'] ?? '').split(',').filter(Boolean));
 const began = performance.now();
 const elapsed = () => `${((performance.now() - began) / 1000).toFixed(0).padStart(4)}s`;
@@ -84,20 +94,12 @@ function pinnedStacks(): Set<string> {
 }
 const only = opts.only ? new Set(opts.only.split(',').map((s) => s.trim())) : PINNED ? pinnedStacks() : null;
 
-interface RunResult {
+interface RunResult extends LoadResult {
   stack: string;
   /** 1-based ABBA round. */
   round: number;
   /** Position in the ABBA sequence (0-based). */
   slot: number;
-  requests: number;
-  durationS: number;
-  reqPerSec: number;
-  latencyMs: Percentiles;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  statusCodes: Record<string, number>;
   commands: Record<string, number>;
   commandsPerRequest: number;
   /** Store round trips per request: `roundTrips` over sequential requests after the run. */
@@ -106,8 +108,8 @@ interface RunResult {
   /** Server CPU time (user + system, all its threads) during the measured run / responses, µs. */
   cpuUsPerRequest: number;
   /**
-   * Server CPU time / the run's wall time, and (pinned) how busy the load generator's core was (autocannon
-   * and redis-server): a ratio of requests per second measures the servers only where the server's core
+   * Server CPU time / the run's wall time, and (pinned) how busy the load generator's core was (wrk or
+   * autocannon, and redis-server): a ratio of requests per second measures the servers only where the server's core
    * is the busy one; where neither core is full, the stacks' latency sets the pace of 50 connections.
    */
   serverBusy: number;
@@ -181,6 +183,22 @@ async function roundTrips(redis: Redis, url: string, headers: Record<string, str
 /** What a request of `stack` carries: `login`'s value in the stack's header (`Cookie`, or `Authorization` for an API key). */
 const credentials = (stack: Stack, value: string | null): Record<string, string> => (value ? { [stack.header ?? 'cookie']: value } : {});
 
+/** `seconds` of load on `url` from `LOAD`'s generator. */
+async function load(url: string, headers: Record<string, string>, seconds: number): Promise<LoadResult> {
+  if (LOAD === 'wrk') return wrk(url, headers, CONNECTIONS, seconds);
+  const latencies = new LatencyLog();
+  const result: Result = await cannon(url, headers, seconds, latencies);
+  return {
+    requests: result.requests.total,
+    durationS: result.duration,
+    reqPerSec: result.requests.average,
+    latencyMs: percentiles(latencies.between()),
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
 function cannon(url: string, headers: Record<string, string>, seconds: number, latencies?: LatencyLog) {
   const instance = autocannon({ url, connections: CONNECTIONS, duration: seconds, headers, timeout: 10 });
   if (latencies) instance.on('response', (_client, _status, _bytes, responseTime) => latencies.add(responseTime, performance.now()));
@@ -217,15 +235,14 @@ async function measure(stack: Stack, running: RunningStack, redis: Redis, round:
   await verify(stack, running.url, cookie, round === 1);
   const target = running.url + stack.path;
 
-  const warm = await cannon(target, credentials(stack, cookie), WARMUP);
+  const warm = await load(target, credentials(stack, cookie), WARMUP);
   if (warm.errors + warm.timeouts + warm.non2xx > 0) log(`  ${stack.id}: warm-up had ${warm.errors} errors, ${warm.timeouts} timeouts, ${warm.non2xx} non-2xx`);
 
-  const latencies = new LatencyLog();
   const before = await commandStats(redis);
   const cpuBefore = cpuSeconds(running.child.pid);
   const loaderBefore = PINNED ? coreTicks(LOADER_CPUS) : null;
   const wallBefore = performance.now();
-  const result: Result = await cannon(target, credentials(stack, cookie), DURATION, latencies);
+  const result = await load(target, credentials(stack, cookie), DURATION);
   const wallS = (performance.now() - wallBefore) / 1000;
   const loaderAfter = PINNED ? coreTicks(LOADER_CPUS) : null;
   const cpuAfter = cpuSeconds(running.child.pid);
@@ -235,22 +252,13 @@ async function measure(stack: Stack, running: RunningStack, redis: Redis, round:
 
   const commands = commandDelta(before, after);
   const totalCommands = Object.values(commands).reduce((a, b) => a + b, 0);
-  const requests = result.requests.total;
-  const statusCodes: Record<string, number> = {};
-  for (const [code, { count }] of Object.entries(result.statusCodeStats)) statusCodes[code] = count;
+  const requests = result.requests;
   const rss = peakRss(running.child.pid);
   return {
+    ...result,
     stack: stack.id,
     round,
     slot,
-    requests,
-    durationS: result.duration,
-    reqPerSec: result.requests.average,
-    latencyMs: percentiles(latencies.between()),
-    errors: result.errors,
-    timeouts: result.timeouts,
-    non2xx: result.non2xx,
-    statusCodes,
     commands,
     commandsPerRequest: requests > 0 ? totalCommands / requests : NaN,
     roundTripsPerRequest,
@@ -500,13 +508,13 @@ function report(meta: Record<string, unknown>, summaries: StackSummary[], goals:
   lines.push('');
   if (meta.note) lines.push(`> **${meta.note as string}**`, '');
   lines.push(
-    `${meta.connections as number} connections, ${meta.warmupS as number} s warm-up + ${meta.durationS as number} s measured per run, ` +
+    `${meta.connections as number} connections (${meta.load === 'wrk' ? '`wrk -t1`' : 'autocannon'}), ${meta.warmupS as number} s warm-up + ${meta.durationS as number} s measured per run, ` +
       `${meta.rounds as number} ABBA rounds per stack (medians); ` +
       `one private redis-server (${meta.redis as string}), flushed before every run. Node ${meta.node as string}, ${meta.cpus as string}; ` +
       `load average ${meta.loadStart as string} at start, ${meta.loadEnd as string} at the end. svc at ${meta.git as string}` +
       `${Object.keys(meta.svcEnv as object).length ? `, with ${Object.entries(meta.svcEnv as object).map(([k, v]) => `${k}=${String(v)}`).join(' ')}` : ''}.`,
   );
-  if (meta.pinned) lines.push('', `Pinned: every server on CPU ${SERVER_CPUS}; autocannon (in the bench process) and redis-server on CPU ${LOADER_CPUS} (\`taskset\`).`);
+  if (meta.pinned) lines.push('', `Pinned: every server on CPU ${SERVER_CPUS}; the load (${meta.load === 'wrk' ? 'wrk' : 'autocannon, in the bench process'}) and redis-server on CPU ${LOADER_CPUS} (\`taskset\`).`);
   if (meta.run) lines.push('', `Run ${meta.run as string}.`);
   const shared = sharedNodeFlags();
   if (shared.length) lines.push('', `Every Node stack runs with \`${shared.join(' ')}\`, as svc's \`npm start\` does (bench/stacks.ts, \`sharedNodeFlags\`).`);
@@ -557,7 +565,7 @@ function report(meta: Record<string, unknown>, summaries: StackSummary[], goals:
 function runsReport(outcomes: RunOutcome[], memory: MemoryResult | null, memoryError: string | null): string {
   const lines: string[] = [];
   lines.push(`# ${outcomes.length} full run${outcomes.length === 1 ? '' : 's'}, ${new Date().toISOString()}`, '');
-  lines.push(`Results: ${outcomes.map((o) => `\`${path.relative(PROJECT_DIR, o.file)}.md\``).join(', ')}.${PINNED ? ' Pinned (servers on CPU 0, autocannon and redis-server on CPU 1).' : ''}`, '');
+  lines.push(`Results: ${outcomes.map((o) => `\`${path.relative(PROJECT_DIR, o.file)}.md\``).join(', ')}.${PINNED ? ` Pinned (servers on CPU 0, ${LOAD} and redis-server on CPU 1).` : ` Load: ${LOAD}.`}`, '');
   if (outcomes.length > 1) {
     const ids = [...new Set(outcomes.flatMap((o) => o.summaries.map((s) => s.id)))];
     const head = outcomes.map((_, i) => `run ${i + 1}`);
@@ -718,6 +726,7 @@ async function runOnce(runNumber: number): Promise<RunOutcome> {
     note: opts.note ?? null,
     run: RUNS > 1 ? `${runNumber} of ${RUNS}` : null,
     pinned: PINNED,
+    load: LOAD,
     node: process.version,
     cpus: `${os.cpus().length} x ${os.cpus()[0]?.model.trim() ?? '?'}`,
     memGB: round(os.totalmem() / 2 ** 30, 1),
@@ -793,9 +802,9 @@ async function main() {
   for (const dir of new Set([path.resolve(opts['svc-dir'] ?? PROJECT_DIR), ...(opts['svc-b'] ? [path.resolve(opts['svc-b'])] : [])])) ensureBuilt(dir);
   if (PINNED) {
     if (os.cpus().length < 2) throw new Error('--pinned needs at least 2 CPUs');
-    // From here on, this process (autocannon) and all it starts (redis-server) run on CPU 1; the servers are started on CPU 0.
+    // From here on, this process and all it starts (the load generator, redis-server) run on CPU 1; the servers are started on CPU 0.
     pinSelf(LOADER_CPUS);
-    log(`pinned: servers on CPU ${SERVER_CPUS}, autocannon and redis-server on CPU ${LOADER_CPUS}`);
+    log(`pinned: servers on CPU ${SERVER_CPUS}, ${LOAD} and redis-server on CPU ${LOADER_CPUS}`);
   }
   mkdirSync(OUT_DIR, { recursive: true });
   const outcomes: RunOutcome[] = [];

@@ -7,6 +7,7 @@ import { answerClientErrors, requireHost, unusableRequest } from './http/client-
 import { refuseOversizedBodies } from './http/oversized-body.ts';
 import { PresetHeadersResponse } from './http/response-headers.ts';
 import type { Logger } from './logger.ts';
+import { keepTickObjectShape } from './tick-object-shape.ts';
 import { listenError, listeningUrl, logListening, openService, runService, type RunningServer } from './service.ts';
 
 export type { RunningServer } from './service.ts';
@@ -17,6 +18,7 @@ export type { RunningServer } from './service.ts';
  * store/database, with a message that names the culprit.
  */
 export async function startServer(env: NodeJS.ProcessEnv = process.env, logger?: Logger): Promise<RunningServer> {
+  keepTickObjectShape();
   const service = await openService(env, logger);
   const { instance, app } = service;
   const { config, logger: log } = instance;

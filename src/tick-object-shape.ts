@@ -22,6 +22,6 @@ let kept: object | null = null;
 export function keepTickObjectShape(): void {
   if (kept !== null) return;
   process.nextTick(() => {
-    kept ??= executionAsyncResource();
+    kept = executionAsyncResource();
   });
 }

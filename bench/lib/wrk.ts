@@ -5,7 +5,7 @@
 // the servers (it parses each answer in JavaScript, and svc's answer carries more headers than bare
 // Hono's); with wrk -t1 -c50 the load core had a third or more left (docs/benchmarks.md, stop 79).
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Percentiles } from './stats.ts';
@@ -43,7 +43,10 @@ end
 let script: string | null = null;
 const doneScript = () => {
   if (script === null) {
-    script = path.join(mkdtempSync(path.join(os.tmpdir(), 'svc-bench-wrk-')), 'done.lua');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-wrk-'));
+    // Removed when the bench exits, however it ends (an exit handler must be synchronous).
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    script = path.join(dir, 'done.lua');
     writeFileSync(script, DONE_SCRIPT);
   }
   return script;

@@ -60,8 +60,6 @@ interface Originals {
   restore(pid: string, offset: string): Promise<Session | null>;
   /** The id of the last stream entry this namespace read: where a client that has no offset resumes. */
   lastOffset?: string;
-  /** The marker entry being added when nothing was read yet (see `resumePoint`). */
-  marker?: Promise<string | undefined>;
   /**
    * What this instance delivered while recoveries run (emptied when none does): one log for all of
    * them, each recovery knowing where it started (mass reconnection after a restart: one copy).
@@ -143,6 +141,8 @@ export class Recovery {
   private readonly originals = new WeakMap<object, Originals>();
   /** Offsets being written; `flush` waits for them (and, on the same connection, the sessions before them). */
   private readonly writing = new Set<Promise<unknown>>();
+  /** The id of a marker entry added when the first namespace is wrapped (see `resumePoint`). */
+  private marker?: Promise<string | undefined>;
 
   constructor(
     private readonly redis: RecoveryRedis,
@@ -161,6 +161,7 @@ export class Recovery {
       heldBack: new Map(),
     };
     this.originals.set(adapter, originals);
+    void this.startMarker();
     a.restoreSession = () => Promise.resolve(null); // socket.io's own restore, before authentication: never
     a.persistSession = (session) => {
       const key = sha256(session.pid);
@@ -287,15 +288,24 @@ export class Recovery {
 
   /**
    * Where a client that has no offset resumes: the last entry of the namespace this instance read,
-   * else (nothing read since it started) a marker entry added now, once, that no adapter acts on.
+   * else (nothing read since it started) the marker entry added when it started.
    */
   private resumePoint(originals: Originals): Promise<string | undefined> {
-    if (originals.lastOffset !== undefined) return Promise.resolve(originals.lastOffset);
-    originals.marker ??= this.redis.xadd(this.streamName, 'MAXLEN', '~', STREAM_MAX_LENGTH, '*', 'nsp', '', 'type', '0').then(
-      (id) => (originals.lastOffset ??= id ?? undefined),
-      () => ((originals.marker = undefined), undefined),
+    return originals.lastOffset !== undefined ? Promise.resolve(originals.lastOffset) : this.startMarker();
+  }
+
+  /**
+   * A marker entry that no adapter acts on, added once, when this instance starts serving sockets (again
+   * when that failed). Not when the first socket closes: then the marker could land after an event
+   * emitted on another instance right after the close (this instance's connection busy, its reader
+   * quicker), and the socket would resume past that event (lost: a flaky scale-out test).
+   */
+  private startMarker(): Promise<string | undefined> {
+    this.marker ??= this.redis.xadd(this.streamName, 'MAXLEN', '~', STREAM_MAX_LENGTH, '*', 'nsp', '', 'type', '0').then(
+      (id) => id ?? undefined,
+      () => ((this.marker = undefined), undefined),
     );
-    return originals.marker;
+    return this.marker;
   }
 
   /** Waits for the sessions of sockets that just closed to be written (graceful shutdown). */

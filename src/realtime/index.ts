@@ -269,6 +269,7 @@ export class Realtime {
     nsp.on('connection', (socket) => {
       this.pending.get(socket)?.();
       this.pending.delete(socket);
+      this.recovery?.track(socket);
       socket.use(eventLimit(socket));
       guardListeners(socket, this.deps.logger, `socket of namespace ${nsp.name}`);
     });

@@ -134,8 +134,8 @@ const CORE_ROOM = /^(user|work-session):/;
  * so only to the owner they were joined for.
  *
  * Store keys carry a hash of the pid, never the pid (a credential). A client that received no event
- * yet has no offset (socket.io resumes after the last event received); it resumes from where its
- * instance was in the stream when the socket closed (`<keyPrefix>socket.io-offset:<hash>`).
+ * yet has no offset (socket.io resumes after the last event received); it resumes from a point its
+ * instance keeps for it (`track`), stored when the socket closes (`<keyPrefix>socket.io-offset:<hash>`).
  */
 export class Recovery {
   private readonly originals = new WeakMap<object, Originals>();
@@ -143,6 +143,8 @@ export class Recovery {
   private readonly writing = new Set<Promise<unknown>>();
   /** The id of a marker entry added when the first namespace is wrapped (see `resumePoint`). */
   private marker?: Promise<string | undefined>;
+  /** Socket id -> where its client resumes when it has no offset (see `track`). */
+  private readonly points = new Map<string, () => Promise<string | undefined>>();
 
   constructor(
     private readonly redis: RecoveryRedis,
@@ -166,7 +168,7 @@ export class Recovery {
     a.persistSession = (session) => {
       const key = sha256(session.pid);
       originals.persist({ ...session, pid: key, data: storedData(session.data) });
-      const write = this.resumePoint(originals)
+      const write = (this.points.get(session.sid)?.() ?? this.resumePoint(originals))
         .then((offset) => offset !== undefined && this.redis.set(this.offsetKey(key), offset, 'PX', RECOVERY_MS))
         .catch(() => {});
       this.writing.add(write);
@@ -194,6 +196,39 @@ export class Recovery {
       };
     }
     return adapter;
+  }
+
+  /**
+   * Keeps, for a socket just connected, where its client resumes if it has no offset then. Such a client
+   * received no event of its rooms, so everything this instance delivered to it since it connected is
+   * in question: it resumes from where the instance was in the stream then, moved on each time the
+   * client answers a ping (engine.io's heartbeat, every 25 s), as the answer proves that all delivered
+   * before the ping arrived (one connection, in order). Not from where the instance was when the socket
+   * closed: a connection that died unnoticed (no FIN; the server knows at the ping timeout) swallowed
+   * what was delivered meanwhile. On a runtime whose engine reports no heartbeat packets, the point
+   * stays where it was at connection.
+   */
+  track(socket: Socket): void {
+    const originals = this.originals.get(socket.nsp.adapter);
+    if (!originals) return;
+    let confirmed = this.resumePoint(originals);
+    let pinged: Promise<string | undefined> | undefined;
+    const sent = (packet: { type: string }) => {
+      if (packet.type === 'ping') pinged = this.resumePoint(originals);
+    };
+    const received = (packet: { type: string }) => {
+      if (packet.type === 'pong' && pinged) [confirmed, pinged] = [pinged, undefined];
+    };
+    const conn = socket.conn;
+    conn.on('packetCreate', sent);
+    conn.on('packet', received);
+    this.points.set(socket.id, () => confirmed);
+    // After `persistSession`, which socket.io calls first.
+    socket.once('disconnect', () => {
+      conn.off('packetCreate', sent);
+      conn.off('packet', received);
+      this.points.delete(socket.id);
+    });
   }
 
   /**

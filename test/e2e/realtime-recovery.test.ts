@@ -152,6 +152,25 @@ describe.skipIf(!redisUrl || !mongoUrl)('realtime: connection state recovery acr
     }
   });
 
+  it('a client that received no event gets what its instance delivered over a connection that had died unnoticed', async () => {
+    const { u, socket } = await userSocket(a, { transports: ['websocket'] });
+    expect(recoveryOf(socket)._lastOffset).toBeUndefined();
+    // The network gone without a FIN: what the instance writes to the socket from now on never arrives.
+    const { transport } = a.instance.realtime.io.sockets.sockets.get(socket.id!)!.conn;
+    let swallowed!: () => void;
+    const written = new Promise<void>((resolve) => (swallowed = resolve));
+    transport.send = (packets: { type: string }[]) => packets.some((p) => p.type === 'message') && swallowed();
+    const missed = nextEvent(socket, 'missed');
+    b.instance.realtime.io.to(`user:${u._id}`).emit('missed', { n: 1 });
+    await written; // A read it from the stream and delivered it, into the dead connection
+    await drop(a, socket); // then A notices (as at the ping timeout)
+    socket.connect();
+    await connected(socket);
+    expect(socket.recovered).toBe(true);
+    expect(await missed).toEqual({ n: 1 });
+    socket.close();
+  });
+
   // Each tick is in flight somewhere when the client comes back: among the missed packets, delivered on
   // the instance while the socket was not yet connected (once lost: a flaky scale-out test), or live
   // (twice, when the instance's reader lagged behind the missed packets' read). One emitting instance

@@ -201,32 +201,28 @@ export class Recovery {
   /**
    * Keeps, for a socket just connected, where its client resumes if it has no offset then. Such a client
    * received no event of its rooms, so everything this instance delivered to it since it connected is
-   * in question: it resumes from where the instance was in the stream then, moved on each time the
-   * client answers a ping (engine.io's heartbeat, every 25 s), as the answer proves that all delivered
-   * before the ping arrived (one connection, in order). Not from where the instance was when the socket
+   * in question: it resumes from where the instance was in the stream then, moved on by engine.io's
+   * heartbeat (a ping every 25 s, sent only once the last was answered). An answer proves that all
+   * written before its ping arrived (one connection, in order), so all before the previous answer: the
+   * point taken at one answer holds from the next. Not from where the instance was when the socket
    * closed: a connection that died unnoticed (no FIN; the server knows at the ping timeout) swallowed
-   * what was delivered meanwhile. On a runtime whose engine reports no heartbeat packets, the point
-   * stays where it was at connection.
+   * what was delivered meanwhile.
    */
   track(socket: Socket): void {
     const originals = this.originals.get(socket.nsp.adapter);
     if (!originals) return;
     let confirmed = this.resumePoint(originals);
-    let pinged: Promise<string | undefined> | undefined;
-    const sent = (packet: { type: string }) => {
-      if (packet.type === 'ping') pinged = this.resumePoint(originals);
-    };
-    const received = (packet: { type: string }) => {
-      if (packet.type === 'pong' && pinged) [confirmed, pinged] = [pinged, undefined];
+    let taken = confirmed;
+    const heartbeat = () => {
+      confirmed = taken;
+      taken = this.resumePoint(originals);
     };
     const conn = socket.conn;
-    conn.on('packetCreate', sent);
-    conn.on('packet', received);
+    conn.on('heartbeat', heartbeat);
     this.points.set(socket.id, () => confirmed);
     // After `persistSession`, which socket.io calls first.
     socket.once('disconnect', () => {
-      conn.off('packetCreate', sent);
-      conn.off('packet', received);
+      conn.off('heartbeat', heartbeat);
       this.points.delete(socket.id);
     });
   }

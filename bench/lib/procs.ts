@@ -14,6 +14,7 @@ const GUARD = fileURLToPath(new URL('./guard.ts', import.meta.url));
 export { freePort, sleep } from '../../test/support/spawn.ts';
 import { Redis } from 'ioredis';
 import { sleep } from '../../test/support/spawn.ts';
+import { npmStartNodeFlags } from '../../test/support/start-script.ts';
 
 const live = new Set<ChildProcess>();
 let hooked = false;
@@ -86,12 +87,8 @@ export interface StartOptions {
  * The node flags of `npm start` (package.json: `exec node <flags> bin/start.js`), so that the benches
  * run svc exactly as `npm start` does: `['node-js', ...flags, 'bin/start.js']` for `startChild`.
  */
-export function npmStartFlags(): string[] {
-  const script = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const m = /^exec node((?: --[\w-]+(?:=\S+)?)*) bin\/start\.js$/.exec(script);
-  if (!m) throw new Error(`package.json's start script is not "exec node [flags] bin/start.js": ${script}`);
-  return m[1]!.split(' ').filter(Boolean);
-}
+/** node's flags under `npm start` on this Node (package.json's start script picks the young generation's size by version). */
+export const npmStartFlags = (): string[] => npmStartNodeFlags();
 
 /** Those of them that are V8's (Deno takes them as `--v8-flags`): all but Node's own `--v8-pool-size`. */
 export const npmStartV8Flags = (): string[] => npmStartFlags().filter((flag) => !flag.startsWith('--v8-pool-size'));

@@ -84,10 +84,10 @@ export interface StartOptions {
 }
 
 /**
- * The node flags of `npm start` (package.json: `exec node <flags> bin/start.js`), so that the benches
- * run svc exactly as `npm start` does: `['node-js', ...flags, 'bin/start.js']` for `startChild`.
+ * The node flags `npm start` gives the Node that runs the bench (package.json's start script picks the
+ * young generation's size by Node version), so that the benches run svc exactly as `npm start` does:
+ * `['node-js', ...flags, 'bin/start.js']` for `startChild`.
  */
-/** node's flags under `npm start` on this Node (package.json's start script picks the young generation's size by version). */
 export const npmStartFlags = (): string[] => npmStartNodeFlags();
 
 /** Those of them that are V8's (Deno takes them as `--v8-flags`): all but Node's own `--v8-pool-size`. */

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
-import { baseEnv, freePort, npmStartFlags, npmStartV8Flags, startChild, waitHealthy, writeDotEnv, type Child } from './lib/procs.ts';
+import { baseEnv, freePort, npmStartFlags, npmStartV8Flags, PROJECT_DIR, startChild, waitHealthy, writeDotEnv, type Child } from './lib/procs.ts';
 
 export interface StackContext {
   redisUrl: string;
@@ -116,6 +116,10 @@ async function startPeer(ctx: StackContext, id: string, file: string, env: Recor
   return { child, url };
 }
 
+/** Bun and Deno as `npm run start:bun` / `start:deno` run svc (docs/runtimes.md), from PATH. */
+const webRuntimeArgv = (runtime: 'bun' | 'deno'): string[] =>
+  runtime === 'bun' ? ['bun'] : ['deno', 'run', '--allow-all', `--v8-flags=${npmStartV8Flags().join(',')}`];
+
 /** The login credentials svc's bootstrap admin gets (a random password per bench run). */
 export const svcAdmin = { email: 'bench-admin@example.com', password: randomBytes(18).toString('base64url') };
 
@@ -154,8 +158,7 @@ function svcStack(
   dirOf: (ctx: StackContext) => string = (ctx) => ctx.svcDir,
   runtime: 'node' | 'bun' | 'deno' = 'node',
 ): Stack {
-  // Bun and Deno as `npm run start:bun` / `start:deno` run svc (docs/runtimes.md), from PATH.
-  const argv = { node: ['node-js', ...npmStartFlags()], bun: ['bun'], deno: ['deno', 'run', '--allow-all', `--v8-flags=${npmStartV8Flags().join(',')}`] }[runtime];
+  const argv = runtime === 'node' ? ['node-js', ...npmStartFlags()] : webRuntimeArgv(runtime);
   return {
     id,
     label,
@@ -211,6 +214,19 @@ export const svcBunB = svcStack('svc-bun-b', 'svc on Bun (--svc-b)', { session: 
 // svc on Bun and on Deno (issue 59), the default settings: each beside svc on Node in one run.
 const svcBun = svcStack('svc-bun', 'svc on Bun', { session: {}, store: { keyPrefix: 'bun:' } }, 'the default settings; Bun.serve', undefined, undefined, 'bun');
 const svcDeno = svcStack('svc-deno', 'svc on Deno', { session: {}, store: { keyPrefix: 'deno:' } }, 'the default settings; Deno.serve', undefined, undefined, 'deno');
+// What svc on Bun or Deno spends its time on (e.g. `--only svc-deno,svc-deno-cache,bare-deno`): with the
+// local cache no store command per request, so no Redis socket on the request's path; bare Hono on the
+// runtime's own server below (`bareOn`).
+const svcCachedOn = (runtime: 'bun' | 'deno') =>
+  svcStack(
+    `svc-${runtime}-cache`,
+    `svc on ${runtime === 'bun' ? 'Bun' : 'Deno'} (localCache)`,
+    { session: { localCache: true }, store: { keyPrefix: `${runtime}cached:` } },
+    `\`auth.session.localCache: true\`; ${runtime === 'bun' ? 'Bun' : 'Deno'}.serve`,
+    undefined,
+    undefined,
+    runtime,
+  );
 // Its own key prefix: with the default one, Redis would announce every GETEX of the `svc` stack's runs to
 // this process (it tracks the session prefix), which then took a fifth of a core from the stack measured.
 const svcCached = svcStack(
@@ -351,6 +367,30 @@ const bare: Stack = {
   check: (body) => isObject(body) && typeof body.userId === 'string',
 };
 
+/** The bare Hono route on another runtime's own server (bench/peers/hono-bare-web.ts), that runtime from PATH as svc-bun and svc-deno. */
+function bareOn(runtime: 'bun' | 'deno'): Stack {
+  const name = { bun: 'Bun', deno: 'Deno' }[runtime];
+  return {
+    ...bare,
+    id: `bare-${runtime}`,
+    label: `bare Hono on ${name}`,
+    description: `bench/peers/hono-bare-web.ts: the bare Hono route on \`${name}.serve\`; no cookie, no store (the ceiling on ${name}).`,
+    async start(ctx) {
+      const port = await freePort();
+      const child = startChild({
+        name: `bare-${runtime}`,
+        argv: [...webRuntimeArgv(runtime), path.join(PEERS, 'hono-bare-web.ts')],
+        cwd: PROJECT_DIR,
+        ...placement(ctx),
+        env: { ...baseEnv(), PORT: String(port) },
+      });
+      const url = `http://127.0.0.1:${port}`;
+      await waitHealthy(child, `${url}/health`, startTimeout(ctx, 60_000));
+      return { child, url };
+    },
+  };
+}
+
 // The same static answer on node:http with no framework: the floor of Node's own HTTP work.
 const nodeRaw: Stack = {
   ...bare,
@@ -371,6 +411,8 @@ export const STACKS: Stack[] = [
   svcTodoCookieCached,
   svcBun,
   svcDeno,
+  svcCachedOn('bun'),
+  svcCachedOn('deno'),
   express,
   fastify,
   betterAuth('better-auth', 'better-auth', undefined, 'Its default `updateAge` (1 day): within a run the session is only read, its expiry does not move.'),
@@ -378,6 +420,8 @@ export const STACKS: Stack[] = [
   lean,
   leanPipelined,
   bare,
+  bareOn('bun'),
+  bareOn('deno'),
   nodeRaw,
 ];
 

@@ -25,6 +25,7 @@ export default defineConfig({
       'test/e2e/cache-control.test.ts',
       'test/e2e/cli-connector.test.ts',
       'test/e2e/config.test.ts',
+      'test/e2e/getex-connection-runtimes.test.ts',
       'test/e2e/csrf-origins.test.ts',
       'test/e2e/data-dir-modes.test.ts',
       'test/e2e/migrations.test.ts',

@@ -10,7 +10,7 @@
 //          --only svc,lean,...  --note "text for the results file"  --cpu-prof svc,lean (profiles
 //          of those stacks, written to a temp dir when the bench ends)  --out DIR (bench/results)
 //          --svc-dir DIR (another svc checkout to measure as "svc", for before/after comparisons)
-//          --svc-b DIR (another svc checkout, measured as "svc-b" in the same run; with svc-bun, as "svc-bun-b" too)
+//          --svc-b DIR (another svc checkout, measured as "svc-b" in the same run; with svc-bun / svc-deno, as "svc-bun-b" / "svc-deno-b" too)
 //          --svc-env K=V (repeatable: extra environment for svc, e.g. UV_THREADPOOL_SIZE=2)
 //          --svc-node-flag F (repeatable: a node/V8 flag for both svc stacks, e.g. --optimize-for-size)
 //          --pinned (servers on CPU 0, the load generator and redis-server on CPU 1; issue 40's stacks, 4 rounds)
@@ -29,7 +29,7 @@ import { parseArgs } from 'node:util';
 import { baseEnv, coreBusy, coreTicks, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, redisReady, sleep, startChild, startRedisServer } from './lib/procs.ts';
 import { commandDelta, commandStats, LatencyLog, mean, median, percentiles, round, type Percentiles } from './lib/stats.ts';
 import { wrk, wrkOnPath, type LoadResult } from './lib/wrk.ts';
-import { PINNED_RUNTIME_STACKS, PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, svcBunB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
+import { PINNED_RUNTIME_STACKS, PINNED_STACKS, postJson, sharedNodeFlags, STACKS, svcB, svcRuntimeB, type RunningStack, type Stack, type StackContext } from './stacks.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -628,9 +628,10 @@ async function runOnce(runNumber: number): Promise<RunOutcome> {
   const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   const runBegan = performance.now();
   // --svc-b: that checkout measured right after svc.
-  const all = opts['svc-b'] ? STACKS.flatMap((s) => (s.id === 'svc' ? [s, svcB] : s.id === 'svc-bun' ? [s, svcBunB] : [s])) : STACKS;
+  const bOf = (s: Stack) => (s.id === 'svc' ? svcB : svcRuntimeB[s.id]);
+  const all = opts['svc-b'] ? STACKS.flatMap((s) => [s, ...[bOf(s)].filter((b) => b !== undefined)]) : STACKS;
   // svc-b and svc-bun-b run where svc and svc-bun run.
-  const stacks = all.filter((s) => !only || only.has(s === svcB ? 'svc' : s === svcBunB ? 'svc-bun' : s.id));
+  const stacks = all.filter((s) => !only || only.has(s === svcB ? 'svc' : (Object.keys(svcRuntimeB).find((id) => svcRuntimeB[id] === s) ?? s.id)));
   if (stacks.length === 0) throw new Error(`--only matched no stack (ids: ${STACKS.map((s) => s.id).join(', ')})`);
   const estimate = stacks.length * ROUNDS * (WARMUP + DURATION + 1.5) + (LOGINS > 0 ? 12 : 0) + 20;
   log(`${RUNS > 1 ? `run ${runNumber}/${RUNS}: ` : ''}stacks: ${stacks.map((s) => s.id).join(', ')}; ${ROUNDS} rounds; about ${Math.ceil(estimate / 60)} min`);

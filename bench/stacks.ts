@@ -209,8 +209,11 @@ const svcBDir = (ctx: StackContext) => {
   return ctx.svcBDir;
 };
 export const svcB = svcStack('svc-b', 'svc (--svc-b)', { session: {} }, 'the default settings, from the checkout given as `--svc-b`', undefined, svcBDir);
-/** `--svc-b DIR` with `svc-bun` measured: that checkout on Bun too. */
-export const svcBunB = svcStack('svc-bun-b', 'svc on Bun (--svc-b)', { session: {}, store: { keyPrefix: 'bunb:' } }, 'the default settings, from the checkout given as `--svc-b`; Bun.serve', undefined, svcBDir, 'bun');
+/** `--svc-b DIR` with `svc-bun` or `svc-deno` measured: that checkout on Bun or Deno too, by the stack's id. */
+export const svcRuntimeB: Record<string, Stack> = {
+  'svc-bun': svcStack('svc-bun-b', 'svc on Bun (--svc-b)', { session: {}, store: { keyPrefix: 'bunb:' } }, 'the default settings, from the checkout given as `--svc-b`; Bun.serve', undefined, svcBDir, 'bun'),
+  'svc-deno': svcStack('svc-deno-b', 'svc on Deno (--svc-b)', { session: {}, store: { keyPrefix: 'denob:' } }, 'the default settings, from the checkout given as `--svc-b`; Deno.serve', undefined, svcBDir, 'deno'),
+};
 // svc on Bun and on Deno (issue 59), the default settings: each beside svc on Node in one run.
 const svcBun = svcStack('svc-bun', 'svc on Bun', { session: {}, store: { keyPrefix: 'bun:' } }, 'the default settings; Bun.serve', undefined, undefined, 'bun');
 const svcDeno = svcStack('svc-deno', 'svc on Deno', { session: {}, store: { keyPrefix: 'deno:' } }, 'the default settings; Deno.serve', undefined, undefined, 'deno');

@@ -627,11 +627,12 @@ interface RunOutcome {
 async function runOnce(runNumber: number): Promise<RunOutcome> {
   const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   const runBegan = performance.now();
-  // --svc-b: that checkout measured right after svc.
-  const bOf = (s: Stack) => (s.id === 'svc' ? svcB : svcRuntimeB[s.id]);
-  const all = opts['svc-b'] ? STACKS.flatMap((s) => [s, ...[bOf(s)].filter((b) => b !== undefined)]) : STACKS;
-  // svc-b and svc-bun-b run where svc and svc-bun run.
-  const stacks = all.filter((s) => !only || only.has(s === svcB ? 'svc' : (Object.keys(svcRuntimeB).find((id) => svcRuntimeB[id] === s) ?? s.id)));
+  // --svc-b: that checkout measured right after svc (svc-b), svc-bun and svc-deno, where they are measured.
+  const listed = STACKS.flatMap((s): [Stack, string][] => {
+    const b = opts['svc-b'] ? (s.id === 'svc' ? svcB : svcRuntimeB[s.id]) : undefined;
+    return b ? [[s, s.id], [b, s.id]] : [[s, s.id]];
+  });
+  const stacks = listed.filter(([, id]) => !only || only.has(id)).map(([s]) => s);
   if (stacks.length === 0) throw new Error(`--only matched no stack (ids: ${STACKS.map((s) => s.id).join(', ')})`);
   const estimate = stacks.length * ROUNDS * (WARMUP + DURATION + 1.5) + (LOGINS > 0 ? 12 : 0) + 20;
   log(`${RUNS > 1 ? `run ${runNumber}/${RUNS}: ` : ''}stacks: ${stacks.map((s) => s.id).join(', ')}; ${ROUNDS} rounds; about ${Math.ceil(estimate / 60)} min`);

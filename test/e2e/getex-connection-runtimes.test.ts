@@ -39,7 +39,7 @@ describe.skipIf(!redisServerAvailable)(`the store connection on ${RUNTIME}`, () 
       small: true,
       large: true,
       missing: null,
-      ttl: 100,
+      ttlPushed: true,
       many: { answers: 20_000, found: [[12_345, 'found']] },
       killed: { connections: 1, afterKill: expect.stringMatching(/^failed: the store connection (was lost|is closed)$/) },
       again: true,

@@ -5,6 +5,7 @@
  * what only the Node door does is listed in docs/runtimes.md, "Differences".
  */
 import { pathToFileURL } from 'node:url';
+import type { RuntimeBindings } from './http/env.ts';
 import type { Logger } from './logger.ts';
 import { runService, type RunningServer } from './service.ts';
 import { startWebDoor } from './web-door.ts';
@@ -28,6 +29,23 @@ interface BunServeOptions {
 }
 declare const Bun: { serve(options: BunServeOptions): BunServer };
 
+/**
+ * The app's `env` for a request: the peer's address is asked of `Bun.serve` only when something reads it
+ * (client-ip.ts; GET /auth/session's lane never does), as a getter on the class. An object literal with
+ * a getter, made per request, cost svc on Bun about 1 µs a request more (a closure and an accessor each
+ * time): 21.4 against 20.3 µs in alternating turns, local cache, pinned (docs/benchmarks.md).
+ */
+class BunBindings implements RuntimeBindings {
+  readonly webDoor = true;
+  constructor(
+    private readonly request: Request,
+    private readonly server: BunServer,
+  ) {}
+  get clientAddress(): string | undefined {
+    return this.server.requestIP(this.request)?.address;
+  }
+}
+
 export const startServer = (env: NodeJS.ProcessEnv = process.env, logger?: Logger): Promise<RunningServer> =>
   startWebDoor(
     {
@@ -42,13 +60,7 @@ export const startServer = (env: NodeJS.ProcessEnv = process.env, logger?: Logge
           maxRequestBodySize: bodyLimit + 64 * 1024,
           fetch(request, bun) {
             if (realtime.isSocketRequest(request)) return realtime.handle(request, bun);
-            // The peer's address only when asked (client-ip.ts): GET /auth/session's lane never asks.
-            return serve(request, {
-              get clientAddress() {
-                return bun.requestIP(request)?.address;
-              },
-              webDoor: true,
-            });
+            return serve(request, new BunBindings(request, bun));
           },
           websocket: realtime.websocket,
           error: failed,

@@ -116,8 +116,11 @@ async function startPeer(ctx: StackContext, id: string, file: string, env: Recor
   return { child, url };
 }
 
+/** The runtimes with a Web door of their own, as a stack's label names them. */
+type WebRuntime = 'bun' | 'deno';
+const RUNTIME_NAME: Record<WebRuntime, string> = { bun: 'Bun', deno: 'Deno' };
 /** Bun and Deno as `npm run start:bun` / `start:deno` run svc (docs/runtimes.md), from PATH. */
-const webRuntimeArgv = (runtime: 'bun' | 'deno'): string[] =>
+const webRuntimeArgv = (runtime: WebRuntime): string[] =>
   runtime === 'bun' ? ['bun'] : ['deno', 'run', '--allow-all', `--v8-flags=${npmStartV8Flags().join(',')}`];
 
 /** The login credentials svc's bootstrap admin gets (a random password per bench run). */
@@ -156,7 +159,7 @@ function svcStack(
   what: string,
   route: { path: string; plugin?: boolean; appConfig?: Record<string, unknown> } = { path: '/auth/session' },
   dirOf: (ctx: StackContext) => string = (ctx) => ctx.svcDir,
-  runtime: 'node' | 'bun' | 'deno' = 'node',
+  runtime: 'node' | WebRuntime = 'node',
 ): Stack {
   const argv = runtime === 'node' ? ['node-js', ...npmStartFlags()] : webRuntimeArgv(runtime);
   return {
@@ -220,12 +223,12 @@ const svcDeno = svcStack('svc-deno', 'svc on Deno', { session: {}, store: { keyP
 // What svc on Bun or Deno spends its time on (e.g. `--only svc-deno,svc-deno-cache,bare-deno`): with the
 // local cache no store command per request, so no Redis socket on the request's path; bare Hono on the
 // runtime's own server below (`bareOn`).
-const svcCachedOn = (runtime: 'bun' | 'deno') =>
+const svcCachedOn = (runtime: WebRuntime) =>
   svcStack(
     `svc-${runtime}-cache`,
-    `svc on ${runtime === 'bun' ? 'Bun' : 'Deno'} (localCache)`,
+    `svc on ${RUNTIME_NAME[runtime]} (localCache)`,
     { session: { localCache: true }, store: { keyPrefix: `${runtime}cached:` } },
-    `\`auth.session.localCache: true\`; ${runtime === 'bun' ? 'Bun' : 'Deno'}.serve`,
+    `\`auth.session.localCache: true\`; ${RUNTIME_NAME[runtime]}.serve`,
     undefined,
     undefined,
     runtime,
@@ -371,8 +374,8 @@ const bare: Stack = {
 };
 
 /** The bare Hono route on another runtime's own server (bench/peers/hono-bare-web.ts), that runtime from PATH as svc-bun and svc-deno. */
-function bareOn(runtime: 'bun' | 'deno'): Stack {
-  const name = { bun: 'Bun', deno: 'Deno' }[runtime];
+function bareOn(runtime: WebRuntime): Stack {
+  const name = RUNTIME_NAME[runtime];
   return {
     ...bare,
     id: `bare-${runtime}`,
@@ -431,7 +434,7 @@ export const STACKS: Stack[] = [
 /** What `--pinned` measures unless `--only` says otherwise: the stacks of issue 40's and issue 59's goals. */
 export const PINNED_STACKS = ['svc', 'svc-cache', 'lean-pipelined', 'lean', 'bare'];
 /** With them, svc on each other runtime found on PATH (issue 59: its ratio to svc on Node in every run). */
-export const PINNED_RUNTIME_STACKS: [id: string, runtime: 'bun' | 'deno'][] = [
+export const PINNED_RUNTIME_STACKS: [id: string, runtime: WebRuntime][] = [
   ['svc-bun', 'bun'],
   ['svc-deno', 'deno'],
 ];

@@ -1,4 +1,4 @@
-import { randomFillSync } from 'node:crypto';
+import { random16, uuidText } from '../uuid.ts';
 
 /**
  * Every audit record type (CONTRACT section 13), in one place: a type not listed here cannot be
@@ -81,23 +81,6 @@ let lastMs = 0;
 let sequence = 0;
 
 /**
- * Random bytes drawn in blocks and handed out 16 at a time (as Node's own `randomUUID` does): each
- * `randomBytes(16)` call cost about 6 µs, once per audit record and webhook event.
- */
-const pool = Buffer.alloc(16 * 128);
-let poolAt = pool.length;
-function random16(): Buffer {
-  if (poolAt === pool.length) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  // A copy: the id's bytes are changed below, the pool's are not handed out twice.
-  const bytes = Buffer.from(pool.subarray(poolAt, poolAt + 16));
-  poolAt += 16;
-  return bytes;
-}
-
-/**
  * A UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, then a 12-bit sequence that counts up within one
  * millisecond of this process (method 1 of section 6.2), then 62 random bits. Ids made here sort in
  * the order they were made, so `_id` is both the key and the time order the API pages by.
@@ -115,8 +98,7 @@ export function uuidv7(now = Date.now()): string {
   bytes[6] = 0x70 | (sequence >> 8);
   bytes[7] = sequence & 0xff;
   bytes[8] = 0x80 | (bytes[8]! & 0x3f);
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return uuidText(bytes);
 }
 
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -1,5 +1,6 @@
 import { Buffer } from 'node:buffer';
-import { HEX_DIGIT_CODES, hexValue } from './hex.ts';
+import { uuidText } from '../uuid.ts';
+import { hexValue } from './hex.ts';
 
 /** Bytes per slot: a UUID's 16, or an id of up to 16 one-byte characters. */
 const WIDTH = 16;
@@ -19,8 +20,6 @@ export class PackedIds {
   /** Per slot: UUID, the id's length, or 0 (in `others`). */
   private readonly forms: Uint8Array;
   private readonly others = new Map<number, string>();
-  /** Where a UUID's 36 characters are written before they become a string. */
-  private readonly scratch = Buffer.alloc(36);
 
   constructor(slots: number) {
     this.bytes = Buffer.alloc(slots * WIDTH);
@@ -36,7 +35,7 @@ export class PackedIds {
 
   get(slot: number): string {
     const form = this.forms[slot]!;
-    if (form === UUID) return this.uuidAt(slot * WIDTH);
+    if (form === UUID) return uuidText(this.bytes, slot * WIDTH);
     if (form !== 0) return this.bytes.toString('latin1', slot * WIDTH, slot * WIDTH + form);
     return this.others.get(slot)!;
   }
@@ -75,17 +74,5 @@ export class PackedIds {
       digit++;
     }
     return true;
-  }
-
-  private uuidAt(at: number): string {
-    const out = this.scratch;
-    let j = 0;
-    for (let i = 0; i < 16; i++) {
-      if (i === 4 || i === 6 || i === 8 || i === 10) out[j++] = 0x2d;
-      const byte = this.bytes[at + i]!;
-      out[j++] = HEX_DIGIT_CODES[byte >> 4]!;
-      out[j++] = HEX_DIGIT_CODES[byte & 15]!;
-    }
-    return out.toString('latin1', 0, 36);
   }
 }

@@ -1,6 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import { randomUuid } from '../uuid.ts';
 
 /**
  * Headers every answer of an API should carry, unless the handler chose its own:
@@ -29,7 +30,7 @@ export const DEFAULT_HEADERS: [string, string][] = [
 const CLIENT_REQUEST_ID = /^[\w\-=]{1,255}$/;
 
 /** The request's id (`X-Request-Id`): the one the client sent when it is short and plain, else a new one. */
-export const requestIdFor = (sent: string | undefined): string => (sent !== undefined && CLIENT_REQUEST_ID.test(sent) ? sent : crypto.randomUUID());
+export const requestIdFor = (sent: string | undefined): string => (sent !== undefined && CLIENT_REQUEST_ID.test(sent) ? sent : randomUuid());
 
 /** Node's response for this request, when @hono/node-server serves it (`c.env.outgoing`). */
 export const nodeResponse = (c: Context) => (c.env as Partial<HttpBindings> | undefined)?.outgoing;

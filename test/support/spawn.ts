@@ -59,16 +59,22 @@ function canListen(port: number): Promise<boolean> {
 
 const picked = new Set<number>();
 /**
+ * Ports that `fetch` (undici) and browsers refuse to connect to, the Fetch standard's "bad ports"; 10080 is
+ * the only one from 10000 up. A server there starts, and every probe of it fails: a deployment run
+ * failed so ("svc did not start", though svc was listening).
+ */
+const BAD_PORTS = new Set([10080]);
+/**
  * A free port for a server a test starts: 10000 up to 27000 (below MongoDB's 27017 and the cluster suite's
- * Sentinels) and below the ephemeral range, never handed out before by this process. Not the port 0 trick:
- * between it and the server's listen, any outgoing connection may take that ephemeral port as its own
- * (a deployment run failed so: EADDRINUSE).
+ * Sentinels) and below the ephemeral range, never handed out before by this process, and no bad port
+ * (BAD_PORTS). Not the port 0 trick: between it and the server's listen, any outgoing connection may take
+ * that ephemeral port as its own (a deployment run failed so: EADDRINUSE).
  */
 export async function freePort(): Promise<number> {
   const top = Math.min(ephemeralStart(), 27_000);
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = 10_000 + Math.floor(Math.random() * (top - 10_000));
-    if (picked.has(port) || !(await canListen(port))) continue;
+    if (picked.has(port) || BAD_PORTS.has(port) || !(await canListen(port))) continue;
     picked.add(port);
     return port;
   }

@@ -37,7 +37,7 @@ export function svcCommand({ preload = true } = {}): [string, string[]] {
   return [process.execPath, ['--conditions=svc-source', '--import', 'tsx', ...(preload ? ['--import', DIE_WITH_PARENT] : []), SERVER]];
 }
 
-/** A port nothing listens on right now (the OS picks it; it is released before returning). */
+/** Where the OS's ephemeral ports (those outgoing connections take) start. */
 function ephemeralStart(): number {
   try {
     const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
@@ -57,6 +57,9 @@ function canListen(port: number): Promise<boolean> {
   });
 }
 
+/** Where freePort's picks end: 27000, or the ephemeral range's start if lower. */
+export const freePortTop = (): number => Math.min(ephemeralStart(), 27_000);
+
 const picked = new Set<number>();
 /**
  * Ports that `fetch` (undici) and browsers refuse to connect to, the Fetch standard's "bad ports"; 10080 is
@@ -71,7 +74,7 @@ const BAD_PORTS = new Set([10080]);
  * that ephemeral port as its own (a deployment run failed so: EADDRINUSE).
  */
 export async function freePort(): Promise<number> {
-  const top = Math.min(ephemeralStart(), 27_000);
+  const top = freePortTop();
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = 10_000 + Math.floor(Math.random() * (top - 10_000));
     if (picked.has(port) || BAD_PORTS.has(port) || !(await canListen(port))) continue;

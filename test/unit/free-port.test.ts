@@ -1,17 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { freePort } from '../support/spawn.ts';
+import { freePort, freePortTop } from '../support/spawn.ts';
 
-/** Where freePort's picks end (test/support/spawn.ts): 27000, or the ephemeral range's start if lower. */
-const ephemeralStart = (): number => {
-  try {
-    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
-  } catch {
-    return 32768; // not Linux
-  }
-};
-const top = Math.min(ephemeralStart(), 27_000);
+const top = freePortTop();
 
 describe('freePort (the test servers\' ports)', () => {
   afterEach(() => vi.restoreAllMocks());

@@ -11,6 +11,9 @@ import type { RunningServer } from '../../src/server.ts';
 import { parseResponse } from '../support/load.ts';
 import { startInstance } from '../support/realtime.ts';
 
+const request = (method: string, path: string, headers: Record<string, string>, version = '1.1', body = '') =>
+  `${method} ${path} HTTP/${version}\r\nHost: 127.0.0.1\r\n${Object.entries(headers).map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n${body}`;
+
 /** One connection to svc: requests written as given, answers read in order, and whether svc ended it. */
 function connect(port: number) {
   const socket = net.connect({ port, host: '127.0.0.1' });
@@ -44,8 +47,9 @@ function connect(port: number) {
     }
   };
   return {
-    send: (path: string, headers: Record<string, string>, version = '1.1') =>
-      socket.write(`GET ${path} HTTP/${version}\r\nHost: 127.0.0.1\r\n${Object.entries(headers).map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n`),
+    send: (path: string, headers: Record<string, string>, version = '1.1') => socket.write(request('GET', path, headers, version)),
+    /** Bytes as given, e.g. several requests at once. */
+    write: (bytes: string) => socket.write(bytes),
     /** The next answer: its head's lines as sent, its headers (lower-case names) and its body. */
     answer: () =>
       until(() => {
@@ -112,6 +116,32 @@ describe("the lane's answers keep or end the connection as the app's answers do 
       expect(lane.lines.filter((l) => /^content-length:/i.test(l))).toEqual([`Content-Length: ${Buffer.byteLength(lane.body)}`]);
       expect(lane.lines.some((l) => /^transfer-encoding:/i.test(l))).toBe(false);
       expect(JSON.parse(lane.body)).toMatchObject({ provider: 'password', isAdmin: false });
+      expect(c.isOpen()).toBe(true);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  // The lane leaves its requests unread (they have no body: \`bodyless\`, routes/auth/session.ts); the
+  // connection's next requests must still be read whole and in order, a body included.
+  it('pipelined: lane answers, the app\'s, and a request with a body after them, in order on one open connection', async () => {
+    const c = connect(port);
+    try {
+      const before = ownHeads;
+      const body = JSON.stringify({ email: 'not an email' });
+      c.write(
+        request('GET', '/auth/session', { cookie }).repeat(20) +
+          request('GET', '/auth/session?', { cookie }) +
+          request('POST', '/auth/login', { origin: 'http://127.0.0.1', 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, '1.1', body) +
+          request('GET', '/auth/session', { cookie }),
+      );
+      const answers = [];
+      for (let i = 0; i < 23; i++) answers.push(await c.answer());
+      expect(ownHeads - before, 'the lane wrote 21 heads').toBe(21);
+      expect(answers.map((a) => a.status)).toEqual([...Array<number>(21).fill(200), 400, 200]);
+      expect(JSON.parse(answers[21]!.body)).toMatchObject({ error: { code: 'validation_failed' } });
+      for (const a of [...answers.slice(0, 21), answers[22]!]) expect(JSON.parse(a.body)).toMatchObject({ provider: 'password', isAdmin: false });
+      expect(new Set(answers.map((a) => a.headers['x-request-id'])).size, 'a request id each').toBe(23);
       expect(c.isOpen()).toBe(true);
     } finally {
       c.destroy();

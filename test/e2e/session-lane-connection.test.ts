@@ -122,7 +122,7 @@ describe("the lane's answers keep or end the connection as the app's answers do 
     }
   });
 
-  // The lane leaves its requests unread (they have no body: \`bodyless\`, routes/auth/session.ts); the
+  // The lane leaves its requests unread (they have no body: `bodyless`, routes/auth/session.ts); the
   // connection's next requests must still be read whole and in order, a body included.
   it('pipelined: lane answers, the app\'s, and a request with a body after them, in order on one open connection', async () => {
     const c = connect(port);

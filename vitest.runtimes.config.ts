@@ -33,6 +33,7 @@ export default defineConfig({
       'test/e2e/plugin-loader.test.ts',
       'test/e2e/resilience.test.ts',
       'test/e2e/seeds.test.ts',
+      'test/e2e/start-runtime.test.ts',
       'test/e2e/users-admin.test.ts',
       'test/e2e/webhooks-redis.test.ts',
       'test/e2e/webhooks-restart.test.ts',

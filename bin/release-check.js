@@ -222,6 +222,14 @@ for (const runtime of ['bun', 'deno']) {
     continue;
   }
   await startAndCall(argv, `${argv.join(' ')} (${version})`);
+  if (process.platform === 'linux') {
+    // Bun's allocator keeps what it frees for reuse (bin/start.js): the entry set it and started itself again
+    // in place, so the process started here serves with it (and SIGTERM below still reaches it). Deno: untouched.
+    const purge = readFileSync(`/proc/${service.pid}/environ`, 'utf8').split('\0').find((kv) => kv.startsWith('MIMALLOC_PURGE_DELAY='));
+    const expected = runtime === 'bun' ? 'MIMALLOC_PURGE_DELAY=-1' : undefined;
+    if (purge !== expected) fail(`${runtime}: the service's environment has ${purge ?? 'no MIMALLOC_PURGE_DELAY'}, not ${expected ?? 'none'}`);
+    step(`${runtime}: ${expected ? `serves in the process started, with ${expected}` : 'no allocator setting added'}`);
+  }
   await stopService(runtime);
   step(`${runtime}: SIGTERM: exit 0`);
 }

@@ -109,6 +109,8 @@ export interface SpawnOptions {
   port?: number;
   /** How long to wait for `GET /health` to answer (any status) or the process to exit. */
   startTimeoutMs?: number;
+  /** Another command than `svcCommand()`'s, run in the project's folder (e.g. `bun bin/start.js`, as a user starts it). */
+  command?: [string, string[]];
 }
 
 export interface SvcProcess {
@@ -208,7 +210,7 @@ async function startOnce(opts: SpawnOptions): Promise<SvcProcess> {
 
   // svc's TypeScript sources, the workspace packages' too (the CLI connector's `exports` name them under
   // svc-source; without it Node takes their dist/, which only a build makes).
-  const [command, args] = svcCommand();
+  const [command, args] = opts.command ?? svcCommand();
   const child = spawn(command, args, {
     cwd: PROJECT_DIR,
     env,

@@ -8,9 +8,14 @@
 // in, warmed up (the JIT done: `--warmup` requests), then counted over `--requests` requests; the server
 // idle for as long is counted too and taken off (its timers: queue polls, health checks, key tracking).
 // User space only: the kernel's share (the socket writes) is not counted, and is about the same for every
-// stack of the same answer size. Node stacks only (bench/stacks.ts). Needs valgrind (Debian: `valgrind`).
+// stack of the same answer size. Node and Bun stacks (bench/stacks.ts; Bun's binary has no symbols, so its
+// JIT's share is not told apart). Needs valgrind (Debian: `valgrind`). On Bun a count moves from one server to
+// the next by up to a fifth, and between windows of one server by about 6%: count several (`--windows`),
+// in alternating runs, and compare their medians (docs/benchmarks.md, stop 92).
 //
 // Options: --only svc-cache,bare (the stacks, by bench/stacks.ts's ids)  --warmup N (30000)  --requests N (10000)
+//          --windows N (1: windows of --requests counted one after the other in the same server; the table
+//          gives their median, the lower middle one for an even N, and their range)
 //          --connections N (50)  --svc-dir DIR (another svc checkout)  --keep DIR (keep the callgrind files,
 //          for `callgrind_annotate`; with CG_PERF_MAP=1 in the environment, Node writes /tmp/perf-<pid>.map,
 //          which names the JIT's functions)
@@ -30,6 +35,7 @@ const { values: opts } = parseArgs({
     only: { type: 'string', default: 'svc-cache,bare' },
     warmup: { type: 'string', default: '30000' },
     requests: { type: 'string', default: '10000' },
+    windows: { type: 'string', default: '1' },
     connections: { type: 'string', default: '50' },
     'svc-dir': { type: 'string' },
     keep: { type: 'string' },
@@ -39,7 +45,8 @@ const { values: opts } = parseArgs({
 const WARMUP = Number(opts.warmup);
 const REQUESTS = Number(opts.requests);
 const CONNECTIONS = Number(opts.connections);
-for (const [name, n] of Object.entries({ warmup: WARMUP, requests: REQUESTS, connections: CONNECTIONS })) {
+const WINDOWS = Number(opts.windows);
+for (const [name, n] of Object.entries({ warmup: WARMUP, requests: REQUESTS, connections: CONNECTIONS, windows: WINDOWS })) {
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: not a positive whole number`);
 }
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
@@ -130,11 +137,14 @@ async function dumped(id: string, count: number): Promise<void> {
 }
 
 interface Measured {
+  /** The median window's instructions per request, and the range over the windows. */
   perRequest: number;
-  /** Per request, of `perRequest`: V8 compiling, and in V8's runtime (`jitShares`). */
+  range: [number, number];
+  /** Per request, over all windows: V8 compiling, and in V8's runtime (`jitShares`). */
   compiling: number;
   runtime: number;
   idlePerSecond: number;
+  /** One window's seconds (their mean). */
   seconds: number;
   commands: string;
 }
@@ -152,30 +162,47 @@ async function measure(stack: Stack, ctx: StackContext, redis: Redis): Promise<M
     const warm = await load(url, headers, WARMUP);
     if (warm.bad) throw new Error(`${stack.id}: ${warm.bad} of the warm-up's answers were not 2xx`);
     control(pid, '-i', 'on');
-    control(pid, '-z');
-    log(`${stack.id}: counting ${REQUESTS} requests`);
     const before = await commandStats(redis);
-    const counted = await load(url, headers, REQUESTS);
-    control(pid, '-d');
-    if (counted.bad) throw new Error(`${stack.id}: ${counted.bad} answers were not 2xx`);
+    const windows: { busy: number; seconds: number }[] = [];
+    const jit = { compiling: 0, runtime: 0 };
+    for (let w = 1; w <= WINDOWS; w++) {
+      control(pid, '-z');
+      log(`${stack.id}: counting ${REQUESTS} requests${WINDOWS > 1 ? ` (window ${w} of ${WINDOWS})` : ''}`);
+      const counted = await load(url, headers, REQUESTS);
+      control(pid, '-d');
+      if (counted.bad) throw new Error(`${stack.id}: ${counted.bad} answers were not 2xx`);
+      await dumped(stack.id, w);
+      const { file, total } = lastDump(stack.id);
+      const shares = jitShares(file);
+      jit.compiling += shares.compiling;
+      jit.runtime += shares.runtime;
+      windows.push({ busy: total, seconds: counted.seconds });
+    }
     // What the store did meanwhile: a local cache that does not serve shows as a read per request.
+    const counted = WINDOWS * REQUESTS;
     const delta = commandDelta(before, await commandStats(redis));
-    const commands = Object.entries(delta).map(([name, n]) => `${name} ${(n / REQUESTS).toFixed(3)}`).join(', ') || 'none';
-    await dumped(stack.id, 1);
-    const { file, total: busy } = lastDump(stack.id);
-    const jit = jitShares(file);
+    const commands = Object.entries(delta).map(([name, n]) => `${name} ${(n / counted).toFixed(3)}`).join(', ') || 'none';
     // The same time idle: what the server's timers cost, not its requests. After a pause: the load's
     // connections closing, and what the load left to collect, are neither.
+    const seconds = windows.reduce((sum, w) => sum + w.seconds, 0) / WINDOWS;
     await sleep(3000);
     control(pid, '-z');
     const idleBegan = performance.now();
-    await sleep(counted.seconds * 1000);
+    await sleep(seconds * 1000);
     control(pid, '-d');
     const idleSeconds = (performance.now() - idleBegan) / 1000;
-    await dumped(stack.id, 2);
-    const idle = lastDump(stack.id).total;
-    const perRequest = (busy - (idle * counted.seconds) / idleSeconds) / REQUESTS;
-    return { perRequest, compiling: jit.compiling / REQUESTS, runtime: jit.runtime / REQUESTS, idlePerSecond: idle / idleSeconds, seconds: counted.seconds, commands };
+    await dumped(stack.id, WINDOWS + 1);
+    const idlePerSecond = lastDump(stack.id).total / idleSeconds;
+    const perWindow = windows.map((w) => (w.busy - idlePerSecond * w.seconds) / REQUESTS).sort((a, b) => a - b);
+    return {
+      perRequest: perWindow[Math.floor((WINDOWS - 1) / 2)]!,
+      range: [perWindow[0]!, perWindow[WINDOWS - 1]!],
+      compiling: jit.compiling / counted,
+      runtime: jit.runtime / counted,
+      idlePerSecond,
+      seconds,
+      commands,
+    };
   } finally {
     await running?.child.stop();
   }
@@ -189,7 +216,9 @@ const ctx: StackContext = {
   profFlags: () => [],
   tempDirs: [],
   svcDir: path.resolve(opts['svc-dir'] ?? PROJECT_DIR),
-  svcEnv: {},
+  // Bun's allocator setting as bin/start.js makes it: given here, the entry does not start itself again
+  // (`process.execve`), which would leave valgrind behind. Node and Deno do not read it.
+  svcEnv: { MIMALLOC_PURGE_DELAY: '-1' },
 };
 const results: ({ id: string; label: string } & Measured)[] = [];
 let redis: Redis | undefined;
@@ -198,7 +227,7 @@ try {
   for (const stack of stacks) {
     const r = await measure(stack, ctx, redis);
     results.push({ id: stack.id, label: stack.label, ...r });
-    log(`${stack.id}: ${Math.round(r.perRequest).toLocaleString('en-US')} instructions per request`);
+    log(`${stack.id}: ${Math.round(r.perRequest).toLocaleString('en-US')} instructions per request${WINDOWS > 1 ? ` (windows ${r.range.map((n) => Math.round(n).toLocaleString('en-US')).join(' to ')})` : ''}`);
   }
 } finally {
   redis?.disconnect();
@@ -210,13 +239,13 @@ try {
 const bare = results.find((r) => r.id === 'bare');
 const count = (n: number) => Math.round(n).toLocaleString('en-US');
 const lines = [
-  `Instructions per request (callgrind), ${REQUESTS} requests at -c ${CONNECTIONS} after ${WARMUP} of warm-up, the idle server's as long taken off; user space only. Node ${process.version}, svc in ${path.relative(process.cwd(), ctx.svcDir) || '.'}.`,
+  `Instructions per request (callgrind), ${WINDOWS > 1 ? `the median of ${WINDOWS} windows of ` : ''}${REQUESTS} requests at -c ${CONNECTIONS} after ${WARMUP} of warm-up, the idle server's as long taken off; user space only. Node ${process.version}, svc in ${path.relative(process.cwd(), ctx.svcDir) || '.'}.`,
   '',
-  `| stack | instructions / request | of which V8 compiling | of which in V8's runtime | idle, per second | counted in | store commands / request |${bare ? ' / bare Hono |' : ''}`,
-  `|---|---:|---:|---:|---:|---:|---|${bare ? '---:|' : ''}`,
+  `| stack | instructions / request |${WINDOWS > 1 ? ' windows\' range |' : ''} of which V8 compiling | of which in V8's runtime | idle, per second | counted in | store commands / request |${bare ? ' / bare Hono |' : ''}`,
+  `|---|---:|${WINDOWS > 1 ? '---:|' : ''}---:|---:|---:|---:|---|${bare ? '---:|' : ''}`,
   ...results.map(
     (r) =>
-      `| ${r.label} | ${count(r.perRequest)} | ${count(r.compiling)} | ${count(r.runtime)} | ${count(r.idlePerSecond)} | ${r.seconds.toFixed(1)} s | ${r.commands} |${bare ? ` ${(r.perRequest / bare.perRequest).toFixed(3)} |` : ''}`,
+      `| ${r.label} | ${count(r.perRequest)} |${WINDOWS > 1 ? ` ${count(r.range[0])}-${count(r.range[1])} |` : ''} ${count(r.compiling)} | ${count(r.runtime)} | ${count(r.idlePerSecond)} | ${r.seconds.toFixed(1)} s | ${r.commands} |${bare ? ` ${(r.perRequest / bare.perRequest).toFixed(3)} |` : ''}`,
   ),
 ];
 process.stdout.write(`${lines.join('\n')}\n`);

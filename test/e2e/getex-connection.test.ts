@@ -77,6 +77,17 @@ describe.skipIf(!redisUrl)('GETEX on its own connection (shared Redis)', () => {
     expect(values).toEqual(keys.map((_, i) => (i % 7 === 0 ? '' : `value ${i}`)));
   });
 
+  it('keys and TTLs that change from one read to the next, in one turn: each command as asked', async () => {
+    const conn = opened({ port });
+    await until(() => conn.ready, 'ready');
+    // The same length in characters, not in bytes: the command's key length is counted in bytes.
+    const keys = [`${prefix}ax`, `${prefix}éx`, `${prefix}ax`, `${prefix}€€`, `${prefix}a`];
+    for (const k of new Set(keys)) await redis.set(k, `v:${k}`, 'EX', 5);
+    const ttls = [60, 600, 600, 60, 7]; // the last read of a key sets its TTL
+    expect(await Promise.all(keys.map((k, i) => conn.getEx(k, ttls[i]!)))).toEqual(keys.map((k) => `v:${k}`));
+    expect(await Promise.all([...new Set(keys)].map((k) => redis.ttl(k)))).toEqual([600, 600, 60, 7].map((ttl) => expect.closeTo(ttl, -1)));
+  });
+
   it('a Redis error reply fails that read alone (a bug, not an outage)', async () => {
     const conn = opened({ port });
     await until(() => conn.ready, 'ready');
@@ -143,11 +154,16 @@ describe('GETEX on its own connection: replies as TCP brings them', () => {
     expect(await Promise.all(['a', 'b', 'c', 'd'].map((k) => conn.getEx(k, 1)))).toEqual(['hello', null, '', 'żółw']);
   });
 
-  it('a reply it cannot have asked for fails what is in flight, and the connection is made again', async () => {
+  it.each([
+    ['an array', '*0\r\n'],
+    ['a bulk length of letters', '$1x\r\nok\r\n'],
+    ['no bulk length', '$\r\n'],
+    ['a negative bulk length other than -1', '$-2\r\n'],
+  ])('a reply it cannot have asked for (%s) fails what is in flight, and the connection is made again', async (_, wrong) => {
     let connections = 0;
     const server = net.createServer((socket) => {
       connections++;
-      socket.on('data', () => socket.write(connections === 1 ? '*0\r\n' : '$2\r\nok\r\n'));
+      socket.on('data', () => socket.write(connections === 1 ? wrong : '$2\r\nok\r\n'));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     cleanups.push(() => server.close());

@@ -15,7 +15,7 @@
  * the connection is dropped and made again in the background.
  */
 import { ReplyError } from 'ioredis';
-import { connect, type Socket } from 'node:net';
+import { openStoreSocket, type StoreSocket } from './store-socket.ts';
 
 export interface GetExConnectionOptions {
   host?: string;
@@ -70,7 +70,7 @@ function bulkLength(buf: Uint8Array, from: number, to: number): number {
 export class GetExConnection {
   /** True while commands can be sent on it (set up, not lost). */
   ready = false;
-  private socket?: Socket;
+  private socket?: StoreSocket;
   private closed = false;
   private retries = 0;
   private retryTimer?: NodeJS.Timeout;
@@ -103,33 +103,36 @@ export class GetExConnection {
   open(): void {
     if (this.closed || this.socket) return;
     const { host = '127.0.0.1', port = 6379, path } = this.options;
-    const socket = path ? connect({ path }) : connect({ host, port });
+    const socket = openStoreSocket(
+      { host, port, path, connectTimeoutMs: CONNECT_TIMEOUT_MS },
+      {
+        connected: () => this.setUp(socket),
+        data: (chunk) => this.received(chunk),
+        closed: () => this.lost(socket), // ends what is in flight
+      },
+    );
     this.socket = socket;
-    socket.setNoDelay(true);
-    socket.setTimeout(CONNECT_TIMEOUT_MS, () => socket.destroy(new Error('connect timed out')));
-    socket.on('data', (chunk: Buffer) => this.received(chunk));
-    socket.on('error', () => {}); // 'close' follows, and ends what is in flight
-    socket.on('close', () => this.lost(socket));
-    socket.on('connect', () => {
-      socket.setTimeout(0);
-      const setUp: Promise<string | null>[] = [];
-      const { username, password, db } = this.options;
-      if (password) setUp.push(this.send(username ? command('AUTH', username, password) : command('AUTH', password)));
-      if (db) setUp.push(this.send(command('SELECT', String(db))));
-      Promise.all(setUp).then(
-        () => {
-          if (this.socket !== socket) return;
-          this.retries = 0;
-          this.ready = true;
-        },
-        (err: Error) => {
-          if (!(err instanceof ReplyError) || this.socket !== socket) return; // lost: tried again
-          this.close();
-          this.options.onRefused?.(err.message);
-        },
-      );
-    });
     this.watchTimer ??= setInterval(() => this.checkOverdue(), Math.max(10, Math.min(100, this.options.timeoutMs / 10))).unref();
+  }
+
+  /** AUTH and SELECT, as the URL asks: `ready` once they are answered; a refusal leaves it off for good. */
+  private setUp(socket: StoreSocket): void {
+    const setUp: Promise<string | null>[] = [];
+    const { username, password, db } = this.options;
+    if (password) setUp.push(this.send(username ? command('AUTH', username, password) : command('AUTH', password)));
+    if (db) setUp.push(this.send(command('SELECT', String(db))));
+    Promise.all(setUp).then(
+      () => {
+        if (this.socket !== socket) return;
+        this.retries = 0;
+        this.ready = true;
+      },
+      (err: Error) => {
+        if (!(err instanceof ReplyError) || this.socket !== socket) return; // lost: tried again
+        this.close();
+        this.options.onRefused?.(err.message);
+      },
+    );
   }
 
   /** `GETEX key EX ttl`: the value, or null when there is none. Only while `ready`. */
@@ -187,7 +190,7 @@ export class GetExConnection {
       const type = buf[at];
       if (type === 0x24 /* $ */) {
         const length = bulkLength(buf, at + 1, eol);
-        if (Number.isNaN(length)) return this.unexpected('a bulk length that is not a number');
+        if (Number.isNaN(length)) return this.unexpected(); // a bulk length that is not a number
         if (length < 0) {
           at = eol + 2;
           this.take()?.resolve(null);
@@ -207,7 +210,7 @@ export class GetExConnection {
         at = eol + 2;
         this.take()?.reject(new ReplyError(message));
       } else {
-        return this.unexpected(`a reply of type ${JSON.stringify(String.fromCharCode(type ?? 0))}`);
+        return this.unexpected(); // a reply of a type no command here asks for
       }
     }
     if (at < buf.length) this.rest = buf.subarray(at);
@@ -215,8 +218,8 @@ export class GetExConnection {
   }
 
   /** Nothing sent here is answered that way: the stream cannot be trusted any more, so it is made again. */
-  private unexpected(what: string): void {
-    this.socket?.destroy(new Error(`the store sent ${what}`));
+  private unexpected(): void {
+    this.socket?.destroy();
   }
 
   /** A reply overdue: its command and all behind it fail, and the connection is made again. */
@@ -228,11 +231,11 @@ export class GetExConnection {
       this.watched = headNow;
       this.watchedSince = now;
     } else if (now - this.watchedSince >= this.options.timeoutMs) {
-      this.socket?.destroy(new Error('Command timed out'));
+      this.socket?.destroy();
     }
   }
 
-  private lost(socket: Socket): void {
+  private lost(socket: StoreSocket): void {
     if (this.socket !== socket) return;
     this.socket = undefined;
     this.ready = false;

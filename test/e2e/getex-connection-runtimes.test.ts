@@ -1,8 +1,10 @@
 // svc's own store connection (src/store/getex-connection.ts) on the runtime under test: Node (npm test),
-// and Bun's and Deno's node:net when `npm run test:runtimes` runs this file with SVC_TEST_RUNTIME=bun|deno
-// (svc's other suites there reach it only through the session route). Against a real Redis of its own
-// (database 3: its set-up's SELECT is sent too): values as Redis holds them, a 3 MB reply,
-// 20,000 reads written at once, its connection killed by Redis, and a port nothing listens on
+// and Bun's own socket and Deno's node:net (src/store/store-socket.ts) when `npm run test:runtimes` runs this
+// file with SVC_TEST_RUNTIME=bun|deno (svc's other suites there reach it only through the session route).
+// Against a real Redis of its own (database 3: its set-up's SELECT is sent too): values as Redis holds them,
+// a 3 MB reply, 20,000 reads written at once (more than the kernel takes in one write), its connection
+// killed by Redis, a close with reads in flight, and a port nothing listens on. Then against servers on
+// loopback: replies a byte at a time, a malformed reply, no reply, a refused AUTH
 // (test/fixtures/getex-connection/run.ts does them and reports).
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -23,7 +25,7 @@ function command(): [string, string[]] {
 }
 
 describe.skipIf(!redisServerAvailable)(`the store connection on ${RUNTIME}`, () => {
-  it('reads values whole, many at once, fails on a killed connection and connects again, and stays off where nothing listens', async () => {
+  it('reads values whole, many at once, fails on a killed connection and connects again, stays off where nothing listens; fails in flight on a bad or missing reply', async () => {
     redis = await startPrivateRedis(await freePort());
     const prefix = `svctest:${randomUUID().slice(0, 8)}:wire:`;
     const [file, args] = command();
@@ -43,7 +45,12 @@ describe.skipIf(!redisServerAvailable)(`the store connection on ${RUNTIME}`, () 
       many: { answers: 20_000, found: [[12_345, 'found']] },
       killed: { connections: 1, afterKill: expect.stringMatching(/^failed: the store connection (was lost|is closed)$/) },
       again: true,
+      closeAnswered: 100,
       refusedReady: false,
+      byteAtATime: ['hello', 'hello', 'hello'],
+      malformed: { failed: 'failed: the store connection was lost', again: 'ok', connections: 2 },
+      overdue: { failed: 'failed: the store connection was lost', again: 'ok', connections: 2 },
+      authRefused: { reason: 'WRONGPASS invalid username-password pair or user is disabled.', ready: false, connections: 1 },
     });
   });
 });

@@ -26,6 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { monitorSources } from './lib/monitor.ts';
 import { baseEnv, coreBusy, coreTicks, cpuSeconds, currentRss, freePort, peakRss, pinSelf, PROJECT_DIR, redisReady, sleep, startChild, startRedisServer } from './lib/procs.ts';
 import { commandDelta, commandStats, LatencyLog, mean, median, percentiles, round, type Percentiles } from './lib/stats.ts';
 import { wrk, wrkOnPath, type LoadResult } from './lib/wrk.ts';
@@ -159,10 +160,9 @@ const ROUND_TRIP_SAMPLE = 100;
  * load; what svc writes beside requests on the store's connection (a write once a minute) counts.
  */
 async function roundTrips(redis: Redis, url: string, headers: Record<string, string>): Promise<number> {
-  const monitor = await redis.monitor();
   let sampling = false;
   const bySource = new Map<string, number>();
-  monitor.on('monitor', (_time: string, _args: string[], source: string) => {
+  const monitor = await monitorSources(redis.options.host ?? '127.0.0.1', redis.options.port ?? 6379, (source) => {
     if (sampling && source !== 'lua') bySource.set(source, (bySource.get(source) ?? 0) + 1);
   });
   try {
@@ -176,7 +176,7 @@ async function roundTrips(redis: Redis, url: string, headers: Record<string, str
     sampling = false;
     return Math.max(0, ...bySource.values()) / ROUND_TRIP_SAMPLE;
   } finally {
-    monitor.disconnect();
+    monitor.close();
   }
 }
 

@@ -14,7 +14,9 @@ export async function monitorSources(host: string, port: number, onCommand: (sou
   let rest = '';
   let started = false;
   await new Promise<void>((resolve, reject) => {
+    // Both stay on after the start, when `reject` does nothing: an error then is `close`'s to end.
     socket.on('error', reject);
+    socket.on('close', () => reject(new Error('MONITOR: the connection closed before its +OK')));
     socket.on('data', (text: string) => {
       const lines = (rest + text).split('\r\n');
       rest = lines.pop()!;
@@ -32,6 +34,5 @@ export async function monitorSources(host: string, port: number, onCommand: (sou
     });
     socket.write('MONITOR\r\n');
   });
-  socket.on('error', () => {}); // after start, `close` ends it
   return { close: () => socket.destroy() };
 }

@@ -13,8 +13,13 @@ export async function monitorSources(host: string, port: number, onCommand: (sou
   socket.setEncoding('latin1');
   let rest = '';
   let started = false;
-  await new Promise<void>((resolve, reject) => {
-    // Both stay on after the start, when `reject` does nothing: an error then is `close`'s to end.
+  await new Promise<void>((resolve, rejected) => {
+    // A failed start closes the socket too (nothing else holds it). Both listeners stay on after the start,
+    // when rejecting does nothing: an error then is `close`'s to end.
+    const reject = (err: Error) => {
+      rejected(err);
+      socket.destroy();
+    };
     socket.on('error', reject);
     socket.on('close', () => reject(new Error('MONITOR: the connection closed before its +OK')));
     socket.on('data', (text: string) => {

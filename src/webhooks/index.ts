@@ -119,10 +119,10 @@ export class Webhooks {
   async resend(webhookId: string, eventId: string): Promise<string> {
     const endpoint = await this.endpoints.get(webhookId);
     const id = deliveryId(webhookId, eventId);
-    const record = await this.deliveries.get(id);
+    const record = (await this.deliveries.get(id)) ?? (await this.stillQueued(webhookId, eventId));
     if (!record) throw notFound('No delivery of this event to this webhook');
     if (!endpoint.active) throw new AppError(409, 'webhook_inactive', 'This webhook is inactive: activate it before sending a delivery again');
-    if (record.status === 'pending') throw new AppError(409, 'delivery_pending', 'This delivery is still being attempted: it can be sent again once it has failed');
+    if (record === 'queued' || record.status === 'pending') throw new AppError(409, 'delivery_pending', 'This delivery is still being attempted: it can be sent again once it has failed');
     if (record.status === 'delivered') throw new AppError(409, 'delivery_delivered', 'This delivery was received: only a failed delivery can be sent again');
     if (!record.event) throw new AppError(409, 'delivery_event_gone', 'This delivery failed before svc kept the events of failed deliveries: it cannot be sent again');
     const jobKey = `${eventId}.resend.${randomUUID()}`;
@@ -138,6 +138,22 @@ export class Webhooks {
     }
     this.deps.logger.info({ webhookId, eventId, type: record.type }, 'a failed webhook delivery is sent again');
     return eventId;
+  }
+
+  /**
+   * A delivery without a record: on Redis it has none until its first attempt ends (`owe`), and the
+   * deliveries list shows it as pending while its job is queued, so `resend` answers 409 for it as for a
+   * pending record, not 404. The queue first, the record again after (as `listDeliveries`): a first attempt
+   * writes its record before its job leaves the queue. Null: neither (or Redis out of reach, logged).
+   */
+  private async stillQueued(webhookId: string, eventId: string): Promise<'queued' | DeliveryDoc | null> {
+    if (!this.queue.waiting) return null;
+    const queued = await this.queue.waiting(QUEUED_LISTED).catch((err: unknown) => {
+      this.deps.logger.warn({ err, webhookId }, 'the webhook queue could not be read: a delivery not attempted yet is not found');
+      return [];
+    });
+    if (queued.some(({ job }) => job.eventId === eventId && job.webhookIds.includes(webhookId))) return 'queued';
+    return this.deliveries.get(deliveryId(webhookId, eventId));
   }
 
   /** Deletes an endpoint and its delivery records (a job still queued for it is dropped when it runs). */

@@ -116,7 +116,13 @@ describe.skipIf(!redisUrl)('two instances on one Redis', () => {
       const list = async (client: TestClient) => ((await (await client.fetch(`/auth/webhooks/${hook.id}/deliveries`)).json()) as { items: Listed[] }).items;
       for (const client of [adminOne, adminTwo]) {
         expect(await list(client)).toEqual([{ eventId, type: 'webhook.test', status: 'pending', attempts: 0, lastStatusCode: null, nextAttemptAt: expect.any(String), at: expect.any(String) }]);
+        // Sent again while listed as pending: 409 as for a pending record (it was 404, "no delivery").
+        const resend = await client.fetch(`/auth/webhooks/${hook.id}/deliveries/${eventId}/resend`, { method: 'POST' });
+        expect(resend.status).toBe(409);
+        expect(await resend.json()).toMatchObject({ error: { code: 'delivery_pending' } });
       }
+      // An unknown event is still 404.
+      expect((await adminOne.fetch(`/auth/webhooks/${hook.id}/deliveries/${randomUUID()}/resend`, { method: 'POST' })).status).toBe(404);
       // The attempt times out, the retry (0.5 s later) is answered: one record, delivered on the second attempt.
       let last: Listed[] = [];
       for (let i = 0; i < 200 && last[0]?.status !== 'delivered'; i++) {

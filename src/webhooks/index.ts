@@ -148,12 +148,21 @@ export class Webhooks {
    */
   private async stillQueued(webhookId: string, eventId: string): Promise<'queued' | DeliveryDoc | null> {
     if (!this.queue.waiting) return null;
-    const queued = await this.queue.waiting(QUEUED_LISTED).catch((err: unknown) => {
-      this.deps.logger.warn({ err, webhookId }, 'the webhook queue could not be read: a delivery not attempted yet is not found');
+    if ((await this.queuedFor(webhookId)).some(({ job }) => job.eventId === eventId)) return 'queued';
+    return this.deliveries.get(deliveryId(webhookId, eventId));
+  }
+
+  /**
+   * The jobs on Redis's queue for this endpoint (within the first QUEUED_LISTED of each state). Redis out of
+   * reach: none, logged (the records alone answer, as before the queue was asked).
+   */
+  private async queuedFor(webhookId: string): Promise<{ job: DeliveryJob; dueAt: number }[]> {
+    if (!this.queue.waiting) return [];
+    const all = await this.queue.waiting(QUEUED_LISTED).catch((err: unknown) => {
+      this.deps.logger.warn({ err, webhookId }, 'the webhook queue could not be read: deliveries not attempted yet are left out');
       return [];
     });
-    if (queued.some(({ job }) => job.eventId === eventId && job.webhookIds.includes(webhookId))) return 'queued';
-    return this.deliveries.get(deliveryId(webhookId, eventId));
+    return all.filter(({ job }) => job.webhookIds.includes(webhookId));
   }
 
   /** Deletes an endpoint and its delivery records (a job still queued for it is dropped when it runs). */
@@ -285,13 +294,8 @@ export class Webhooks {
     // The queue first, the records after: a first attempt writes its record before its job leaves the
     // queue, so a delivery is in one or the other. Read the other way round, one that ended in between
     // was in neither (a test event's delivery missing from the list right after it was queued).
-    // Redis out of reach: the records alone, as before the queue was asked (the list still answers).
-    const all = await this.queue.waiting(QUEUED_LISTED).catch((err: unknown) => {
-      this.deps.logger.warn({ err, webhookId }, 'the webhook queue could not be read: deliveries not attempted yet are not listed');
-      return [];
-    });
+    const queued = await this.queuedFor(webhookId);
     const records = await this.deliveries.list(webhookId, limit);
-    const queued = all.filter(({ job }) => job.webhookIds.includes(webhookId));
     if (!queued.length) return records;
     const recorded = await this.deliveries.getMany(queued.map(({ job }) => deliveryId(webhookId, job.eventId)));
     const unrecorded = queued

@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildCheckout } from '../support/checkout-build.ts';
 import { checkoutCopy } from '../support/checkout-copy.ts';
 import { fileBlocks } from '../support/docs.ts';
 import { freePort, PROJECT_DIR, sleep, stopAll, tempDir } from '../support/spawn.ts';
@@ -80,16 +81,14 @@ async function waitPortFree(port: number, timeoutMs: number): Promise<boolean> {
   return false;
 }
 
-// `npm start` runs the compiled service: build it once up front (tests of other files may run meanwhile).
-beforeAll(() => {
-  const build = spawnSync('npm', ['run', 'build'], { cwd: PROJECT_DIR, encoding: 'utf8' });
-  expect(build.status, `${build.stdout}${build.stderr}`).toBe(0);
-}, 180_000);
+// `npm start` runs the compiled service: built up front unless fresh. The tests that need a stale or missing
+// build make it in a copy of the checkout: files of other suites start svc from this one meanwhile.
+beforeAll(buildCheckout, 180_000);
 
-/** Runs `npm start` on `appRoot` until /health answers; returns the process and its output. */
-async function startHealthy(appRoot: string, extra: Record<string, string> = {}) {
+/** Runs `npm start` (in `cwd`: svc's checkout or a copy of it) on `appRoot` until /health answers; returns the process and its output. */
+async function startHealthy(appRoot: string, extra: Record<string, string> = {}, cwd = PROJECT_DIR) {
   const port = await freePort();
-  const run = npmStart({ PORT: String(port), SVC_APP_PATH: appRoot, SVC_DATA_DIR: tempDir('svc-data-'), ...extra });
+  const run = npmStart({ PORT: String(port), SVC_APP_PATH: appRoot, SVC_DATA_DIR: tempDir('svc-data-'), ...extra }, cwd);
   expect(await healthy(port, 60_000), run.output()).toBe(true);
   return { ...run, port };
 }
@@ -214,12 +213,13 @@ describe('npm start runs compiled JavaScript', () => {
   }, 120_000);
 
   it('dist/ missing its build stamp (or older than the sources): npm start builds first, clearing what a killed build left', async () => {
-    rmSync(path.join(PROJECT_DIR, 'dist', '.built'), { force: true });
+    const checkout = checkoutCopy({ dist: true });
+    rmSync(path.join(checkout, 'dist', '.built'), { force: true });
     // A builder killed mid-build leaves its folders (the lock is gone with its pid): the next build removes them.
-    for (const left of ['dist.next-999999', 'dist.old-999998']) mkdirSync(path.join(PROJECT_DIR, left, 'src'), { recursive: true });
-    const run = await startHealthy(tempDir('svc-app-'));
+    for (const left of ['dist.next-999999', 'dist.old-999998']) mkdirSync(path.join(checkout, left, 'src'), { recursive: true });
+    const run = await startHealthy(tempDir('svc-app-'), {}, checkout);
     expect(run.output()).toContain('building dist/');
-    expect(readdirSync(PROJECT_DIR).filter((name) => /^dist\./.test(name))).toEqual([]);
+    expect(readdirSync(checkout).filter((name) => /^dist\./.test(name))).toEqual([]);
     await stop(run);
   }, 180_000);
 });
@@ -288,35 +288,37 @@ describe('the compiled service on a production install (no devDependencies)', ()
 });
 
 describe('npm start on a stale tree (a source newer than the build)', () => {
-  const stamp = path.join(PROJECT_DIR, 'dist', '.built');
+  let checkout = '';
+  beforeAll(() => void (checkout = checkoutCopy({ dist: true })));
+  const stamp = () => path.join(checkout, 'dist', '.built');
   /** Makes a source newer than the build, as a `git pull` or an edit does. */
   const touchSource = () => {
     const now = new Date(Date.now() + 2000);
-    utimesSync(path.join(PROJECT_DIR, 'src', 'server.ts'), now, now);
+    utimesSync(path.join(checkout, 'src', 'server.ts'), now, now);
   };
 
   it('operator: NODE_ENV=production never builds at start: exits non-zero, telling to run `npm run build`, dist/ untouched', async () => {
     touchSource();
-    const before = readFileSync(stamp, 'utf8');
-    const run = npmStart({ NODE_ENV: 'production', PORT: String(await freePort()), SVC_APP_PATH: tempDir('svc-app-'), SVC_DATA_DIR: tempDir('svc-data-') });
+    const before = readFileSync(stamp(), 'utf8');
+    const run = npmStart({ NODE_ENV: 'production', PORT: String(await freePort()), SVC_APP_PATH: tempDir('svc-app-'), SVC_DATA_DIR: tempDir('svc-data-') }, checkout);
     expect(await Promise.race([run.exited, sleep(30_000).then(() => 'still running')]), run.output()).toBe(1);
     expect(run.output()).toContain('dist/ is older than the sources');
     expect(run.output()).toContain('run `npm run build` first');
     expect(run.output()).not.toContain('building dist/');
-    expect(readFileSync(stamp, 'utf8')).toBe(before);
+    expect(readFileSync(stamp(), 'utf8')).toBe(before);
   }, 60_000);
 
   it('two instances started at the same moment both come up healthy: one builds, the other waits for it', async () => {
     touchSource();
     const [one, two] = await Promise.all([0, 1].map(async () => ({ port: await freePort(), data: tempDir('svc-data-') })));
-    const runs = [one!, two!].map(({ port, data }) => ({ ...npmStart({ PORT: String(port), SVC_APP_PATH: tempDir('svc-app-'), SVC_DATA_DIR: data }), port }));
+    const runs = [one!, two!].map(({ port, data }) => ({ ...npmStart({ PORT: String(port), SVC_APP_PATH: tempDir('svc-app-'), SVC_DATA_DIR: data }, checkout), port }));
     const healthyBoth = await Promise.all(runs.map((run) => healthy(run.port, 150_000)));
     const outputs = runs.map((run) => run.output()).join('\n----\n');
     expect(healthyBoth, outputs).toEqual([true, true]);
     expect(outputs.match(/svc: building dist\//g), outputs).toHaveLength(1);
     expect(outputs).toContain('another process is building dist/: waiting for it');
     // Nothing left behind: the lock and the build's own folders are gone.
-    expect(readdirSync(PROJECT_DIR).filter((name) => /^dist\./.test(name))).toEqual([]);
+    expect(readdirSync(checkout).filter((name) => /^dist\./.test(name))).toEqual([]);
     for (const run of runs) await stop(run);
   }, 240_000);
 });

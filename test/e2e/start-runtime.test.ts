@@ -1,7 +1,7 @@
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_DIR, RUNTIME, startSvc, stopAll } from '../support/spawn.ts';
+import { buildCheckout } from '../support/checkout-build.ts';
+import { RUNTIME, startSvc, stopAll } from '../support/spawn.ts';
 
 // svc started as a user of Bun or Deno starts it (docs/runtimes.md, "Start it"): `bin/start.js`, which on Bun
 // sets its allocator to keep freed memory for reuse and starts itself again in place (docs/runtimes.md,
@@ -14,11 +14,7 @@ const purgeDelay = (pid: number) =>
 
 // bin/start.js runs dist/: built here when it is missing or stale (CI's earlier stages have built it), so the
 // start below is not a build racing the test's time.
-beforeAll(() => {
-  const script = "const { build, buildState } = await import('./bin/build.js'); if (buildState() !== 'fresh') await build();";
-  const built = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: PROJECT_DIR, encoding: 'utf8' });
-  expect(built.status, `${built.stdout}${built.stderr}`).toBe(0);
-}, 180_000);
+beforeAll(buildCheckout, 180_000);
 afterAll(stopAll);
 
 describe.runIf(process.platform === 'linux')(`bin/start.js on ${RUNTIME}`, () => {

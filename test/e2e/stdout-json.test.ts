@@ -3,10 +3,11 @@
 // notes (a build first, a failed start) go to stderr. `LOG_PRETTY=1` (development) prints human lines
 // through pino-pretty, a devDependency: without it installed, one JSON warning line says so, and JSON it stays.
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildCheckout } from '../support/checkout-build.ts';
 import { freePort, PROJECT_DIR, sleep, startReadySvc, stopAll, tempDir } from '../support/spawn.ts';
 
 const started: ChildProcess[] = [];
@@ -41,11 +42,8 @@ function withoutPinoPretty(): string {
 }
 
 describe('stdout in JSON mode', () => {
-  // `svc start` (what `npm start` and an app's `"start": "svc start"` run) runs the compiled service: build it once.
-  beforeAll(() => {
-    const build = spawnSync('npm', ['run', 'build'], { cwd: PROJECT_DIR, encoding: 'utf8' });
-    expect(build.status, `${build.stdout}${build.stderr}`).toBe(0);
-  }, 180_000);
+  // `svc start` (what `npm start` and an app's `"start": "svc start"` run) runs the compiled service: built unless fresh.
+  beforeAll(buildCheckout, 180_000);
 
   it('`svc start`: a first start (printed admin credentials, .env, a secret in the environment: the worker), requests and a stop write JSON lines only', async () => {
     const appRoot = tempDir('svc-json-app-');

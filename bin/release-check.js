@@ -13,7 +13,7 @@
 // Each step prints one line; the first failure stops the check with exit code 1 and what it saw.
 // RELEASE_CHECK_KEEP=1 keeps the temporary folder for a look.
 
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -37,6 +37,15 @@ function run(cmd, args, cwd, { env = process.env, input } = {}) {
   } catch (err) {
     return fail(`${cmd} ${args.join(' ')} (in ${cwd}) exited ${err.status}`, `${err.stdout ?? ''}${err.stderr ?? ''}`);
   }
+}
+/**
+ * `npm install` in an app folder, as its user runs it. npm 11.16+ lists the install scripts that the app's
+ * `allowScripts` does not cover (and npm 12 skips them): an app made as docs/packages.md says must have none.
+ */
+function npmInstall(cwd) {
+  const out = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd, encoding: 'utf8' });
+  if (out.status !== 0) fail(`npm install (in ${cwd}) exited ${out.status}`, `${out.stdout}${out.stderr}`);
+  if (/allowScripts/.test(out.stderr)) fail(`npm install (in ${cwd}) ran install scripts that the app's allowScripts does not cover`, out.stderr);
 }
 const devVersion = (name) => JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).devDependencies[name];
 
@@ -73,12 +82,14 @@ writeFileSync(
       type: 'module',
       dependencies: { '@svc/core': tarballs['@svc/core'], '@svc/client': tarballs['@svc/client'], '@svc/plugin-cli-connector': tarballs['@svc/plugin-cli-connector'] },
       devDependencies: { typescript: devVersion('typescript'), '@types/node': devVersion('@types/node') },
+      // As docs/packages.md's app by hand.
+      allowScripts: { esbuild: true },
     },
     null,
     2,
   ),
 );
-run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app);
+npmInstall(app);
 step('installed the tarballs into a new app (dependencies from the registry)');
 
 // The plugin guide's plugin, as the page shows it; a page of the app's frontend using @svc/client.
@@ -239,7 +250,7 @@ for (const runtime of ['bun', 'deno']) {
 const scaffold = path.join(work, 'my-app');
 run('npm', ['exec', '--yes', '--package', tarballs['create-svc'], '--', 'create-svc', scaffold, '--core', tarballs['@svc/core']], work);
 if (/"paths"/.test(readFileSync(path.join(scaffold, 'tsconfig.json'), 'utf8'))) fail("the scaffold's tsconfig.json maps paths: its types must come from the installed package");
-run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], scaffold);
+npmInstall(scaffold);
 run('npm', ['test'], scaffold);
 step('npm create svc: the scaffolded app installs and passes its own npm test (tsc with no path mapping, start, its plugin)');
 step(`passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);

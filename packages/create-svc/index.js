@@ -40,6 +40,9 @@ const files = {
       scripts: { start: 'svc start', doctor: 'svc doctor', test: 'tsc -p . && node --test' },
       dependencies: { '@svc/core': values.core ?? `^${own.version}`, hono: '^4.13.19', valibot: '^1.5.0' },
       devDependencies: { typescript: '^5.9.0', '@types/node': '^22.0.0' },
+      // esbuild's install script checks its binary (esbuild comes with @svc/core, for the app's TypeScript
+      // files); npm 11.16+ asks for install scripts to be allowed here, and npm 12 skips the others.
+      allowScripts: { esbuild: true },
     },
     null,
     2,
